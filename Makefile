@@ -1,0 +1,40 @@
+# Convenience front end to CMake. `make run` and `make test` install what is
+# missing (Debian packages), configure, build, then run.
+BUILD ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMBK_WERROR=ON
+RUN_ARGS ?=
+
+.PHONY: all deps build run test test-asan test-tsan clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+# The main job: simulate the built-in model, print a summary, write mbk-out/.
+run: build
+	$(BUILD)/apps/mbk run $(RUN_ARGS)
+
+# The whole test suite.
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# The suite under AddressSanitizer and UndefinedBehaviorSanitizer.
+test-asan: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DMBK_WERROR=ON -DMBK_SANITIZE=address,undefined
+	cmake --build build-asan -j $(JOBS)
+	ctest --test-dir build-asan --output-on-failure -j $(JOBS)
+
+# The concurrency tests under ThreadSanitizer.
+test-tsan: deps
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DMBK_WERROR=ON -DMBK_SANITIZE=thread -DMBK_WITH_SIMBODY=OFF
+	cmake --build build-tsan -j $(JOBS)
+	ctest --test-dir build-tsan --output-on-failure -L threads
+
+clean:
+	rm -rf $(BUILD) build-asan build-tsan mbk-out

@@ -1,0 +1,16 @@
+/* mbk/mbk.h - the whole public API of the mbk multibody kernel. */
+#ifndef MBK_MBK_H
+#define MBK_MBK_H
+
+#include "mbk/alloc.h"
+#include "mbk/events.h"
+#include "mbk/function.h"
+#include "mbk/spatial.h"
+#include "mbk/stage.h"
+#include "mbk/state.h"
+#include "mbk/status.h"
+#include "mbk/system.h"
+#include "mbk/value.h"
+#include "mbk/version.h"
+
+#endif

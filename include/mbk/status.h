@@ -1,0 +1,50 @@
+/* mbk/status.h - status codes and the thread-local last-error record.
+ *
+ * Functions that can fail return int: MBK_OK (0), a positive informational
+ * code, or a negative error. Functions returning a pointer return NULL on
+ * failure. After any failure mbk_last_status() and mbk_last_error() tell what
+ * failed and what to do about it. Both are thread-local. */
+#ifndef MBK_STATUS_H
+#define MBK_STATUS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+    MBK_OK = 0,            /* success */
+    MBK_EVENT = 1,         /* an integrator stopped early at an event */
+    MBK_TERMINATED = 2,    /* an event handler asked to stop */
+    MBK_EINVAL = -1,       /* bad argument: NULL, out-of-range index, wrong type */
+    MBK_ESTAGE = -2,       /* the State is not realized far enough (or too far) */
+    MBK_ESTALE = -3,       /* the State belongs to an older or different topology */
+    MBK_ENOMEM = -4,       /* the allocator returned NULL */
+    MBK_ESINGULAR = -5,    /* a matrix was singular */
+    MBK_ECONVERGE = -6,    /* an iteration did not converge */
+    MBK_EINTEGRATOR = -7,  /* an integrator failed */
+    MBK_ENOTFINITE = -8,   /* NaN or infinity where a finite number is needed */
+    MBK_EIO = -9,          /* a file could not be read or written */
+    MBK_EPARSE = -10,      /* a file or string is malformed */
+    MBK_EUSER = -11,       /* a user callback reported a fatal failure */
+    MBK_ERETRY = -12       /* a user callback reported a recoverable failure */
+};
+
+/* Name of a status code ("MBK_ESTAGE"), or "MBK_UNKNOWN". */
+const char *mbk_status_name(int status);
+/* Code of the last failure on this thread (MBK_OK if none since the last clear). */
+int mbk_last_status(void);
+/* Message of the last failure on this thread ("" if none). */
+const char *mbk_last_error(void);
+/* Forget the last failure on this thread. */
+void mbk_clear_error(void);
+/* Record a failure from user code (custom subsystems, callbacks); returns status. */
+int mbk_set_error(int status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,50 @@
+/* mbk/value.h - value types of discrete variables and cache entries.
+ *
+ * A value type tells the State how big a value is, how it is aligned, and
+ * how to copy and destroy it. The State stores the type by value, so a type
+ * built at run time (mbk_value_array_of_double) needs no storage of its own;
+ * copy and destroy functions and the name string must outlive every State
+ * (static functions and string literals). Values must be relocatable: the
+ * State may move them with memcpy while it is being laid out (Topology,
+ * Model and Instance stages). A value whose bytes are all zero must be valid
+ * (used when no initial value is given). */
+#ifndef MBK_VALUE_H
+#define MBK_VALUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mbk_value_type {
+    const char *name;                          /* identifies the type in checks and messages */
+    size_t size, align;                        /* bytes; align is a power of two */
+    void (*copy)(void *dst, const void *src);  /* construct dst (raw memory) from src; NULL: memcpy */
+    void (*destroy)(void *value);              /* release what value owns; NULL: nothing */
+} mbk_value_type;
+
+extern const mbk_value_type mbk_value_double;      /* double */
+extern const mbk_value_type mbk_value_int;         /* int */
+extern const mbk_value_type mbk_value_bool;        /* bool */
+extern const mbk_value_type mbk_value_vec3;        /* mbk_vec3 */
+extern const mbk_value_type mbk_value_mat33;       /* mbk_mat33 */
+extern const mbk_value_type mbk_value_transform;   /* mbk_transform */
+extern const mbk_value_type mbk_value_spatial_vec; /* mbk_spatial_vec */
+
+/* Fixed-length array of n doubles (name "double[]"; the size tells lengths apart). */
+mbk_value_type mbk_value_array_of_double(int n);
+/* Fixed-length array of n ints (name "int[]"). */
+mbk_value_type mbk_value_array_of_int(int n);
+/* Plain bytes of the given size and alignment, copied with memcpy (name "bytes"). */
+mbk_value_type mbk_value_bytes(size_t size, size_t align);
+/* True when a and b describe the same type (name, size, alignment and ops). */
+bool mbk_value_type_equal(const mbk_value_type *a, const mbk_value_type *b);
+/* MBK_OK if the type is usable (name set, size > 0, align a power of two <= 64). */
+int mbk_value_type_check(const mbk_value_type *type);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages mbk needs, if any is missing. Safe to run
+# again: when everything is present it does nothing and needs no network.
+set -euo pipefail
+
+packages=(
+  cmake make gcc g++ pkg-config     # toolchain
+  libopenblas-dev liblapacke-dev    # dense linear algebra (LAPACK on OpenBLAS)
+  libsundials-dev                   # CVODE and IDA
+  libsimbody-dev                    # independent reference for tests and benchmarks
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}" >&2
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo apt-get install -y --no-install-recommends "${missing[@]}"

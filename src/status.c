@@ -1,0 +1,54 @@
+/* Status codes and the thread-local last-error record. */
+#include "mbk/status.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+/* Thread-local so concurrent States on different threads keep their own story. */
+static _Thread_local int last_status = MBK_OK;
+static _Thread_local char last_message[512];
+
+const char *mbk_status_name(int status)
+{
+    switch (status) {
+    case MBK_OK: return "MBK_OK";
+    case MBK_EVENT: return "MBK_EVENT";
+    case MBK_TERMINATED: return "MBK_TERMINATED";
+    case MBK_EINVAL: return "MBK_EINVAL";
+    case MBK_ESTAGE: return "MBK_ESTAGE";
+    case MBK_ESTALE: return "MBK_ESTALE";
+    case MBK_ENOMEM: return "MBK_ENOMEM";
+    case MBK_ESINGULAR: return "MBK_ESINGULAR";
+    case MBK_ECONVERGE: return "MBK_ECONVERGE";
+    case MBK_EINTEGRATOR: return "MBK_EINTEGRATOR";
+    case MBK_ENOTFINITE: return "MBK_ENOTFINITE";
+    case MBK_EIO: return "MBK_EIO";
+    case MBK_EPARSE: return "MBK_EPARSE";
+    case MBK_EUSER: return "MBK_EUSER";
+    case MBK_ERETRY: return "MBK_ERETRY";
+    default: return "MBK_UNKNOWN";
+    }
+}
+
+int mbk_last_status(void) { return last_status; }
+
+const char *mbk_last_error(void) { return last_message; }
+
+void mbk_clear_error(void)
+{
+    last_status = MBK_OK;
+    last_message[0] = '\0';
+}
+
+int mbk_set_error(int status, const char *fmt, ...)
+{
+    va_list ap;
+    /* Format into a copy first: the message may quote the previous one. */
+    char buf[sizeof last_message];
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    snprintf(last_message, sizeof last_message, "%s", buf);
+    last_status = status;
+    return status;
+}

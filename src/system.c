@@ -1,0 +1,311 @@
+/* The System: ordered subsystems, topology versioning and stage-by-stage
+ * realization of States. */
+#include "system_impl.h"
+
+#include <string.h>
+
+#include "mbk/alloc.h"
+#include "mbk/status.h"
+#include "state_impl.h"
+
+const mbk_system *mbk_subsystem_ctx_get_system(const mbk_subsystem_ctx *c) { return c ? c->sys : NULL; }
+
+int mbk_subsystem_ctx_get_index(const mbk_subsystem_ctx *c) { return c ? c->index : -1; }
+
+/* ------------------------------------------------------------------ */
+/* Lifecycle                                                            */
+/* ------------------------------------------------------------------ */
+
+mbk_system *mbk_system_create(const char *name)
+{
+    mbk_system *sys = mbk_calloc(1, sizeof *sys);
+    if (!sys) return NULL;
+    const char *n = name ? name : "system";
+    size_t len = strlen(n);
+    sys->name = mbk_malloc(len + 1);
+    if (!sys->name) {
+        mbk_free(sys);
+        return NULL;
+    }
+    memcpy(sys->name, n, len + 1);
+    sys->topology_version = 1;
+    return sys;
+}
+
+void mbk_system_destroy(mbk_system *sys)
+{
+    if (!sys) return;
+    for (int k = sys->nsub - 1; k >= 0; --k) {
+        sys_sub *b = sys->subs[k];
+        if (b->ops.destroy) b->ops.destroy(b->impl);
+        mbk_free(b);
+    }
+    mbk_free(sys->subs);
+    mbk_state_destroy(sys->default_state);
+    mbk_free(sys->name);
+    mbk_free(sys);
+}
+
+const char *mbk_system_get_name(const mbk_system *sys) { return sys ? sys->name : NULL; }
+
+int mbk_system_add_subsystem(mbk_system *sys, const mbk_subsystem_ops *ops, void *impl)
+{
+    if (!sys) return mbk_set_error(MBK_EINVAL, "mbk_system_add_subsystem: system is NULL");
+    if (!ops) return mbk_set_error(MBK_EINVAL, "mbk_system_add_subsystem: ops table is NULL");
+    if (sys->nsub == sys->cap) {
+        int cap = sys->cap ? 2 * sys->cap : 4;
+        sys_sub **subs = mbk_realloc(sys->subs, (size_t)cap * sizeof *subs);
+        if (!subs) return MBK_ENOMEM;
+        sys->subs = subs;
+        sys->cap = cap;
+    }
+    sys_sub *b = mbk_calloc(1, sizeof *b);
+    if (!b) return MBK_ENOMEM;
+    b->ops = *ops;
+    b->ops_source = ops;
+    b->impl = impl;
+    b->ctx.sys = sys;
+    b->ctx.index = sys->nsub;
+    sys->subs[sys->nsub] = b;
+    mbk_system_invalidate_topology(sys);
+    return sys->nsub++;
+}
+
+int mbk_system_get_num_subsystems(const mbk_system *sys) { return sys ? sys->nsub : 0; }
+
+/* Subsystem record or NULL with MBK_EINVAL. */
+static sys_sub *sub_at(const mbk_system *sys, int k, const char *fn)
+{
+    if (!sys) {
+        mbk_set_error(MBK_EINVAL, "%s: system is NULL", fn);
+        return NULL;
+    }
+    if (k < 0 || k >= sys->nsub) {
+        mbk_set_error(MBK_EINVAL, "%s: subsystem index %d is out of range; the system has %d", fn,
+                      k, sys->nsub);
+        return NULL;
+    }
+    return sys->subs[k];
+}
+
+void *mbk_system_upd_subsystem_impl(mbk_system *sys, int k)
+{
+    sys_sub *b = sub_at(sys, k, "mbk_system_upd_subsystem_impl");
+    return b ? b->impl : NULL;
+}
+
+const void *mbk_system_get_subsystem_impl(const mbk_system *sys, int k)
+{
+    const sys_sub *b = sub_at(sys, k, "mbk_system_get_subsystem_impl");
+    return b ? b->impl : NULL;
+}
+
+const char *mbk_system_get_subsystem_name(const mbk_system *sys, int k)
+{
+    const sys_sub *b = sub_at(sys, k, "mbk_system_get_subsystem_name");
+    return b ? (b->ops.name ? b->ops.name : "(unnamed)") : NULL;
+}
+
+int mbk_system_find_subsystem(const mbk_system *sys, const mbk_subsystem_ops *ops)
+{
+    for (int k = 0; sys && k < sys->nsub; ++k)
+        if (sys->subs[k]->ops_source == ops) return k;
+    return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Topology                                                             */
+/* ------------------------------------------------------------------ */
+
+void mbk_system_invalidate_topology(mbk_system *sys)
+{
+    if (!sys) return;
+    if (sys->topology_realized) sys->topology_version++;
+    sys->topology_realized = false;
+}
+
+void mbk_system_invalidate_subsystem_topology(mbk_system *sys, int subsystem)
+{
+    if (sub_at(sys, subsystem, "mbk_system_invalidate_subsystem_topology"))
+        mbk_system_invalidate_topology(sys);
+}
+
+bool mbk_system_is_topology_realized(const mbk_system *sys) { return sys && sys->topology_realized; }
+
+long mbk_system_get_topology_version(const mbk_system *sys) { return sys ? sys->topology_version : -1; }
+
+/* Status a realize op's return value becomes, with a message naming the subsystem. */
+static int op_failure(const mbk_system *sys, int k, int g, int rc)
+{
+    int status = rc > 0 ? MBK_ERETRY : (rc >= MBK_ERETRY && rc < 0 ? rc : MBK_EUSER);
+    const char *why = mbk_last_error();
+    return mbk_set_error(status, "subsystem %d ('%s') failed to realize %s (returned %d)%s%s", k,
+                         mbk_system_get_subsystem_name(sys, k), mbk_stage_name((mbk_stage)g), rc,
+                         why[0] ? ": " : "", why);
+}
+
+/* The realize op of stage g. */
+static mbk_realize_fn stage_op(const mbk_subsystem_ops *ops, int g)
+{
+    switch (g) {
+    case MBK_STAGE_TOPOLOGY: return ops->realize_topology;
+    case MBK_STAGE_MODEL: return ops->realize_model;
+    case MBK_STAGE_INSTANCE: return ops->realize_instance;
+    case MBK_STAGE_TIME: return ops->realize_time;
+    case MBK_STAGE_POSITION: return ops->realize_position;
+    case MBK_STAGE_VELOCITY: return ops->realize_velocity;
+    case MBK_STAGE_DYNAMICS: return ops->realize_dynamics;
+    case MBK_STAGE_ACCELERATION: return ops->realize_acceleration;
+    case MBK_STAGE_REPORT: return ops->realize_report;
+    default: return NULL;
+    }
+}
+
+/* Advance every subsystem from g - 1 to g, in order. On failure every
+   subsystem goes back to g - 1 so that a retry starts clean. */
+static int realize_stage(const mbk_system *sys, mbk_state *s, int g)
+{
+    if (g == MBK_STAGE_MODEL || g == MBK_STAGE_INSTANCE) {
+        int rc = st_drop_allocations(s, (mbk_stage)g);
+        if (rc < 0) return rc;
+    }
+    int rc = st_check_finite(s, (mbk_stage)g);
+    if (rc < 0) return rc;
+    st_hdr_of(s)->alloc_stage = g <= MBK_STAGE_INSTANCE ? g : MBK_STAGE_EMPTY;
+    for (int k = 0; k < sys->nsub; ++k) {
+        if (st_sub_of(s, k)->stage >= g) continue;
+        const sys_sub *b = sys->subs[k];
+        mbk_realize_fn op = stage_op(&b->ops, g);
+        rc = op ? op(b->impl, &b->ctx, s) : 0;
+        if (rc != 0) {
+            rc = op_failure(sys, k, g, rc);
+            st_hdr_of(s)->alloc_stage = MBK_STAGE_EMPTY;
+            if (g > MBK_STAGE_TOPOLOGY) mbk_state_invalidate(s, (mbk_stage)g);
+            return rc;
+        }
+        /* The op may have re-laid out the block: look the record up again. */
+        st_sub_of(s, k)->stage = g;
+    }
+    st_hdr *h = st_hdr_of(s);
+    h->alloc_stage = MBK_STAGE_EMPTY;
+    if (sys->nsub == 0) h->stage = g;
+    else st_update_stage(s);
+    return MBK_OK;
+}
+
+int mbk_system_realize_topology(mbk_system *sys)
+{
+    if (!sys) return mbk_set_error(MBK_EINVAL, "mbk_system_realize_topology: system is NULL");
+    if (sys->topology_realized) return MBK_OK;
+    mbk_state *s = mbk_state_create();
+    if (!s) return MBK_ENOMEM;
+    int rc = st_init_empty(s, sys->nsub);
+    if (rc == MBK_OK) rc = realize_stage(sys, s, MBK_STAGE_TOPOLOGY);
+    if (rc < 0) {
+        mbk_state_destroy(s);
+        return rc;
+    }
+    /* Two Systems built alike get the same stamp; any topology change gives another. */
+    uint64_t v = (uint64_t)sys->topology_version;
+    st_hdr_of(s)->stamp = st_layout_hash(s) ^ (v * 0x9E3779B97F4A7C15ull);
+    mbk_state_destroy(sys->default_state);
+    sys->default_state = s;
+    sys->stamp = st_hdr_of(s)->stamp;
+    sys->topology_realized = true;
+    return MBK_OK;
+}
+
+const mbk_state *mbk_system_get_default_state(const mbk_system *sys)
+{
+    return sys && sys->topology_realized ? sys->default_state : NULL;
+}
+
+int mbk_state_init(mbk_state *s, const mbk_system *sys)
+{
+    if (!s) return mbk_set_error(MBK_EINVAL, "mbk_state_init: state is NULL");
+    if (!sys) return mbk_set_error(MBK_EINVAL, "mbk_state_init: system is NULL");
+    if (!sys->topology_realized)
+        return mbk_set_error(MBK_ESTAGE,
+                             "mbk_state_init: system '%s' has no realized topology; call "
+                             "mbk_system_realize_topology first",
+                             sys->name);
+    return mbk_state_copy(s, sys->default_state);
+}
+
+int mbk_system_check_state(const mbk_system *sys, const mbk_state *s)
+{
+    if (!sys) return mbk_set_error(MBK_EINVAL, "system is NULL");
+    if (!s) return mbk_set_error(MBK_EINVAL, "state is NULL");
+    if (!sys->topology_realized)
+        return mbk_set_error(MBK_ESTALE,
+                             "system '%s' changed since its topology was realized; call "
+                             "mbk_system_realize_topology, then mbk_state_init for new States",
+                             sys->name);
+    const st_hdr *h = st_hdr_of(s);
+    if (!h)
+        return mbk_set_error(MBK_EINVAL, "state is not initialized; call mbk_state_init(state, system)");
+    if (h->stamp != sys->stamp)
+        return mbk_set_error(MBK_ESTALE,
+                             "state was made for an older or different topology than system "
+                             "'%s'; call mbk_state_init(state, system) for a fresh State",
+                             sys->name);
+    return MBK_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Realization                                                          */
+/* ------------------------------------------------------------------ */
+
+int mbk_system_realize(const mbk_system *sys, mbk_state *s, mbk_stage stage)
+{
+    if (stage < MBK_STAGE_TOPOLOGY || stage > MBK_STAGE_REPORT)
+        return mbk_set_error(MBK_EINVAL,
+                             "mbk_system_realize: cannot realize to stage %d (%s); choose "
+                             "Topology..Report",
+                             (int)stage, mbk_stage_name(stage));
+    int rc = mbk_system_check_state(sys, s);
+    if (rc < 0) return rc;
+    mbk_clear_error();
+    for (int g = st_hdr_of(s)->stage + 1; g <= (int)stage; ++g) {
+        rc = realize_stage(sys, s, g);
+        if (rc < 0) return rc;
+    }
+    return MBK_OK;
+}
+
+int mbk_system_calc_energy(const mbk_system *sys, const mbk_state *s, double *kinetic,
+                           double *potential)
+{
+    int rc = mbk_system_check_state(sys, s);
+    if (rc < 0) return rc;
+    mbk_stage need = kinetic ? MBK_STAGE_VELOCITY : MBK_STAGE_POSITION;
+    if (mbk_state_get_stage(s) < need)
+        return mbk_set_error(MBK_ESTAGE,
+                             "mbk_system_calc_energy: state is realized only to %s; realize to %s",
+                             mbk_stage_name(mbk_state_get_stage(s)), mbk_stage_name(need));
+    double ke = 0.0, pe = 0.0;
+    for (int k = 0; k < sys->nsub; ++k) {
+        const sys_sub *b = sys->subs[k];
+        if (kinetic && b->ops.calc_kinetic_energy) rc = b->ops.calc_kinetic_energy(b->impl, &b->ctx, s, &ke);
+        if (rc == 0 && potential && b->ops.calc_potential_energy)
+            rc = b->ops.calc_potential_energy(b->impl, &b->ctx, s, &pe);
+        if (rc != 0) return op_failure(sys, k, MBK_STAGE_REPORT, rc);
+    }
+    if (kinetic) *kinetic = ke;
+    if (potential) *potential = pe;
+    return MBK_OK;
+}
+
+int mbk_system_calc_ydot(const mbk_system *sys, mbk_state *s, double t, const double *y,
+                         double *ydot)
+{
+    if (!ydot) return mbk_set_error(MBK_EINVAL, "mbk_system_calc_ydot: ydot is NULL");
+    int rc = mbk_system_realize(sys, s, MBK_STAGE_MODEL);
+    if (rc < 0) return rc;
+    if (t != mbk_state_get_time(s) && (rc = mbk_state_set_time(s, t)) < 0) return rc;
+    if (y && (rc = mbk_state_set_y(s, y, mbk_state_get_ny(s))) < 0) return rc;
+    rc = mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION);
+    if (rc < 0) return rc;
+    memcpy(ydot, mbk_state_get_ydot(s), (size_t)mbk_state_get_ny(s) * sizeof(double));
+    return MBK_OK;
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs mbk into a scratch prefix, then builds and runs a tiny consumer
+# twice: with CMake's find_package(mbk) and with pkg-config.
+set -euo pipefail
+src=$1 bin=$2 work=$3
+rm -rf "$work"; mkdir -p "$work"
+cmake --install "$bin" --prefix "$work/prefix" > "$work/install.log"
+libdir=$(find "$work/prefix" -name libmbk.so -printf '%h\n' | head -1)
+
+# find_package
+cmake -S "$src/tests/install/consumer" -B "$work/cmake-build" \
+      -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/configure.log"
+cmake --build "$work/cmake-build" > "$work/build.log"
+LD_LIBRARY_PATH="$libdir" "$work/cmake-build/consumer" | tee "$work/cmake-run.log"
+grep -q "consumer ok" "$work/cmake-run.log"
+
+# pkg-config (shared, then static)
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
+cc -std=c11 "$src/tests/install/consumer/consumer.c" -o "$work/pc-consumer" \
+   $(pkg-config --cflags --libs mbk)
+LD_LIBRARY_PATH="$libdir" "$work/pc-consumer" | tee "$work/pc-run.log"
+grep -q "consumer ok" "$work/pc-run.log"
+cc -std=c11 "$src/tests/install/consumer/consumer.c" -o "$work/pc-static-consumer" \
+   $(pkg-config --cflags mbk) "$libdir/libmbk.a" $(pkg-config --libs --static mbk | sed 's/-lmbk//')
+"$work/pc-static-consumer" | tee "$work/pc-static-run.log"
+grep -q "consumer ok" "$work/pc-static-run.log"
+echo "3 passed, 0 failed"
