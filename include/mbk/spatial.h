@@ -704,7 +704,7 @@ static inline int mbk_mat33_is_symmetric(mbk_mat33 A)
 }
 
 /* 1 if A is symmetric positive definite (Sylvester: leading minors above a
- * small relative tolerance), else 0 */
+ * small relative tolerance), else 0 (also 0 if not finite) */
 static inline int mbk_mat33_is_spd(mbk_mat33 A)
 {
     double s = mbk_mat33_max_abs(A), t = MBK_SPATIAL_RTOL;
@@ -713,8 +713,8 @@ static inline int mbk_mat33_is_spd(mbk_mat33 A)
     return A.m[0][0] > t * s && d2 > t * s * s && mbk_mat33_det(A) > t * s * s * s;
 }
 
-/* 1 if the symmetric A is positive semidefinite (all principal minors at
- * least minus a small relative tolerance), else 0 */
+/* 1 if A is symmetric positive semidefinite (all principal minors at least
+ * minus a small relative tolerance), else 0 (also 0 if not finite) */
 static inline int mbk_mat33_is_psd(mbk_mat33 A)
 {
     double (*a)[3] = A.m;
@@ -736,7 +736,7 @@ static inline int mbk_mass_props_is_valid(mbk_mass_props mp)
     mbk_mat33 S = mbk_mat33_sub(mbk_mat33_scale(mbk_mat33_identity(),
                                                 0.5 * mbk_mat33_trace(mp.inertia)), mp.inertia);
     if (!isfinite(mp.mass) || !(mp.mass >= 0.0) || !mbk_vec3_is_finite(mp.com)) return 0;
-    return mbk_mat33_is_finite(mp.inertia) && mbk_mat33_is_psd(S);
+    return mbk_mat33_is_psd(S); /* also 0 if the inertia is not finite */
 }
 
 #ifdef __cplusplus

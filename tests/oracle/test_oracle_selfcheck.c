@@ -125,12 +125,15 @@ static void xf_invert(const double *A, double *B)
     memcpy(B, T, sizeof T);
 }
 
-static void check_array(const double *a, const double *b, int n, double tol, const char *what)
+/* element-wise CHECK_NEAR of two arrays, counted as one check */
+#define check_array(a, b, n, tol, what) check_array_at((a), (b), (n), (tol), (what), __FILE__, __LINE__)
+static void check_array_at(const double *a, const double *b, int n, double tol, const char *what,
+                           const char *file, int line)
 {
     int ok = 1;
     for (int i = 0; i < n; ++i)
         if (!mbk_test_close(a[i], b[i], tol)) ok = 0;
-    if (!mbk_test_record(ok, __FILE__, __LINE__, what))
+    if (!mbk_test_record(ok, file, line, what))
         for (int i = 0; i < n; ++i)
             fprintf(stderr, "    [%d] %.15g vs %.15g\n", i, a[i], b[i]);
 }
