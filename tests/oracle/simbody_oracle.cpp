@@ -11,6 +11,7 @@
 
 #include "Simbody.h"
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <memory>

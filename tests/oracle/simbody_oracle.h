@@ -19,59 +19,71 @@
  *     the oracle shifts them to the body origin for Simbody.
  *
  * ---------------------------------------------------------------------------
- * MOBILIZER CONVENTIONS (verified numerically against Simbody 3.7 by
- * test_oracle_selfcheck.c, which checks X_FM(q) and V_FM(q,u) = H u for each
- * type; R_x(a) etc. are right-handed rotations by angle a about the axis; all
- * vectors are in F unless stated otherwise):
+ * MOBILIZER CONVENTIONS, verified numerically against Simbody 3.7 by
+ * test_oracle_selfcheck.c (X_FM(q), V_FM = H u column by column, qdot = N u
+ * column by column, V_FM = d/dt X_FM and qdotdot = d/dt qdot by central
+ * differences). R_x(a), R_y(a), R_z(a) are right-handed rotations by angle a
+ * about the named axis; all vectors are expressed in F. V_FM is Simbody's
+ * getMobilizerVelocity(): (w_FM, v_FM) with v_FM = d/dt p_FM, the velocity of
+ * M's origin measured in F. "u = qdot" means N = identity.
  *
- *   WELD         nq=0 nu=0.  X_FM = identity.
- *   PIN          nq=1 nu=1.  q = angle about the common z axis of F and M:
- *                            R_FM = R_z(q), p_FM = 0.  u = qdot = w_FM.z.
- *   SLIDER       nq=1 nu=1.  q = translation along F's x: R_FM = I,
- *                            p_FM = (q,0,0).  u = qdot = v_FM.x.
- *   SCREW(pitch) nq=1 nu=1.  R_FM = R_z(q), p_FM = (0,0,pitch*q).  u = qdot;
- *                            w_FM = (0,0,u), v_FM = (0,0,pitch*u).
- *   UNIVERSAL    nq=2 nu=2.  R_FM = R_x(q0) * R_y(q1) (x of F, then the new
- *                            y), p_FM = 0.  u = qdot (Euler-angle rates, NOT
- *                            angular velocity): w_FM = u0*x_F + u1*y'
- *                            where y' = R_x(q0) * (0,1,0).
- *   CYLINDER     nq=2 nu=2.  q0 = angle about the common z, q1 = translation
- *                            along z: R_FM = R_z(q0), p_FM = (0,0,q1).
- *                            u = qdot: w_FM = (0,0,u0), v_FM = (0,0,u1).
- *   PLANAR       nq=3 nu=3.  q0 = angle about the common z, q1,q2 =
- *                            translation along F's x and y (F axes, NOT
- *                            rotated by q0): R_FM = R_z(q0),
- *                            p_FM = (q1,q2,0).  u = qdot: w_FM = (0,0,u0),
- *                            v_FM = (u1,u2,0) in F.
- *   GIMBAL       nq=3 nu=3.  body-fixed X-Y-Z Euler angles:
- *                            R_FM = R_x(q0) * R_y(q1) * R_z(q2), p_FM = 0.
- *                            u = qdot (angle rates, NOT angular velocity).
+ *   WELD         nq=0 nu=0   X_FM = identity.
+ *   PIN          nq=1 nu=1   R_FM = R_z(q), p_FM = 0.  u = qdot;
+ *                            V_FM = (0,0,u, 0,0,0).
+ *   SLIDER       nq=1 nu=1   R_FM = I, p_FM = (q,0,0) (along F's x).  u = qdot;
+ *                            V_FM = (0,0,0, u,0,0).
+ *   SCREW(pitch) nq=1 nu=1   R_FM = R_z(q), p_FM = (0,0,pitch*q).  u = qdot;
+ *                            V_FM = (0,0,u, 0,0,pitch*u).
+ *   UNIVERSAL    nq=2 nu=2   R_FM = R_x(q0) R_y(q1) (about F's x, then the new
+ *                            y), p_FM = 0.  u = qdot (angle rates, not angular
+ *                            velocity): w_FM = u0*(1,0,0) + u1*(0,cos q0,sin q0).
+ *   CYLINDER     nq=2 nu=2   q0 = angle about z, q1 = translation along z:
+ *                            R_FM = R_z(q0), p_FM = (0,0,q1).  u = qdot;
+ *                            V_FM = (0,0,u0, 0,0,u1).
+ *   PLANAR       nq=3 nu=3   q0 = angle about z, then translations along F's x
+ *                            and y (F's axes, NOT rotated by q0):
+ *                            R_FM = R_z(q0), p_FM = (q1,q2,0).  u = qdot;
+ *                            V_FM = (0,0,u0, u1,u2,0).
+ *   GIMBAL       nq=3 nu=3   body-fixed X-Y-Z angles:
+ *                            R_FM = R_x(q0) R_y(q1) R_z(q2), p_FM = 0.
+ *                            u = qdot (angle rates): w_FM = W(q) u with
+ *                              W = [1  0        sin q1         ]
+ *                                  [0  cos q0  -sin q0 cos q1  ]
+ *                                  [0  sin q0   cos q0 cos q1  ]
+ *                            (columns: x, R_x(q0) y, R_x(q0) R_y(q1) z).
  *                            Singular at q1 = +-pi/2.
- *   BALL         quaternion mode: nq=4 nu=3.  q = (w,x,y,z) unit quaternion
- *                            of R_FM, scalar FIRST; p_FM = 0.  u = w_FM
- *                            expressed in F.  qdot = 0.5 * E(q) * u with
- *                            qdot = 0.5 * (0,u) (x) q  (Hamilton product,
- *                            u as a pure quaternion on the LEFT, because u
- *                            is expressed in F).
- *                Euler mode: nq=3 nu=3.  q = body-fixed X-Y-Z angles
- *                            (R_FM = R_x(q0) R_y(q1) R_z(q2)), u is STILL
- *                            w_FM in F (so qdot != u).
- *   TRANSLATION  nq=3 nu=3.  R_FM = I, p_FM = q (in F).  u = qdot = v_FM in F.
- *   FREE         quaternion mode: nq=7 nu=6.  q = (qw,qx,qy,qz, px,py,pz):
- *                            quaternion of R_FM (scalar first) then p_FM in F.
- *                            u = (w_FM in F, v_FM in F) where v_FM is the
- *                            velocity of M's origin measured in F, i.e.
- *                            d/dt p_FM (so qdot[4..6] = u[3..5]).
- *                Euler mode: nq=6 nu=6.  q = XYZ body-fixed angles then p_FM;
- *                            u unchanged (w_FM in F, then d/dt p_FM in F).
- *   BUSHING      nq=6 nu=6.  q = (ax,ay,az, px,py,pz):
+ *   BALL  quaternion mode:   nq=4 nu=3   q = (w,x,y,z), scalar FIRST, the
+ *                            quaternion of R_FM; p_FM = 0.  u = w_FM in F.
+ *                            qdot = 0.5 * (0,u) (x) q  (Hamilton product, the
+ *                            pure quaternion u on the LEFT because u is in F).
+ *                            Default q = (1,0,0,0).
+ *         Euler mode:        nq=3 nu=3   q = body-fixed X-Y-Z angles as for
+ *                            GIMBAL.  u is STILL w_FM in F, so
+ *                            qdot = W(q)^-1 u (W as for GIMBAL).
+ *   TRANSLATION  nq=3 nu=3   R_FM = I, p_FM = q.  u = qdot = v_FM;
+ *                            V_FM = (0,0,0, u).
+ *   FREE  quaternion mode:   nq=7 nu=6   q = (qw,qx,qy,qz, px,py,pz):
+ *                            quaternion of R_FM as for BALL, then p_FM.
+ *                            u = (w_FM, v_FM), both in F; qdot[0..3] as for
+ *                            BALL, qdot[4..6] = u[3..5].
+ *                            Default q = (1,0,0,0, 0,0,0).
+ *         Euler mode:        nq=6 nu=6   q = (X-Y-Z angles, p_FM); u unchanged
+ *                            (w_FM, v_FM in F); qdot = (W(q)^-1 u[0..2], u[3..5]).
+ *   BUSHING      nq=6 nu=6   q = (ax,ay,az, px,py,pz):
  *                            R_FM = R_x(ax) R_y(ay) R_z(az), p_FM = (px,py,pz)
- *                            in F (the translation is NOT rotated by the
- *                            angles).  u = qdot (angle rates, then
- *                            d/dt p_FM in F).
+ *                            (translation NOT rotated by the angles).
+ *                            u = qdot: w_FM = W(angles) u[0..2] (as GIMBAL),
+ *                            v_FM = u[3..5].
  *
- * V_FM above is Simbody's getMobilizerVelocity(): (w_FM, v_FM) expressed in F,
- * v_FM = velocity of M's origin measured in F.
+ * EULER-MODE q LAYOUT: Simbody itself always allocates 4 q slots for a Ball
+ * and 7 for a Free mobilizer (its maximum) and, in Euler mode, leaves the
+ * LAST slot of the body's block unused (angles in the first 3 slots; for Free
+ * p_FM in slots 3..5, slot 6 unused). The oracle hides this: its q arrays,
+ * nq and orc_layout are compact (3 and 6 q), as mbk's design specifies.
+ *
+ * Body quantities: X_GB = X_GP X_PF X_FM(q) X_MB (X_MB = X_BM^-1); V_GB and
+ * A_GB are the spatial velocity/acceleration of B's ORIGIN in G, expressed in
+ * G, (angular, linear). System Jacobian J: V_GB = J u, 6 rows per body.
  *
  * QUATERNION NORMALIZATION: Simbody does NOT modify the State's q while
  * realizing. At Position stage it builds R_FM from the quaternion divided by
@@ -79,7 +91,9 @@
  * formed from the raw, unnormalized q. To give one unambiguous answer the
  * oracle calls SimbodyMatterSubsystem::normalizeQuaternions() on the State
  * before realizing, so every result corresponds to the normalized q, which
- * orc_eval returns in orc_result.q. A zero quaternion is an error.
+ * orc_eval returns in orc_result.q. A zero or non-finite quaternion is an
+ * error. (Without normalization Simbody 3.7 gives qdot = 0.5 (0,u) (x) q_raw,
+ * scaled by |q_raw|, while X_FM uses q_raw/|q_raw|.)
  *
  * FORCES: the caller's mobility and body forces are applied through one
  * Force::DiscreteForces element (setAllMobilityForces / setAllBodyForces);
@@ -157,7 +171,7 @@ typedef struct orc_result {
     double potential_energy; /* gravity potential, -sum m dot(g, p_com) (always written) */
 } orc_result;
 
-/* Message describing the most recent failure ("" if none yet). */
+/* Message of the most recent call if it failed; "" after a successful call. */
 const char *orc_last_error(void);
 
 /* Total q and u counts of the model (depend on use_euler_angles). */
