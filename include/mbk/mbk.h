@@ -5,6 +5,8 @@
 #include "mbk/alloc.h"
 #include "mbk/events.h"
 #include "mbk/function.h"
+#include "mbk/matter.h"
+#include "mbk/mobilizer.h"
 #include "mbk/spatial.h"
 #include "mbk/stage.h"
 #include "mbk/state.h"

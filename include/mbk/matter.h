@@ -1,0 +1,95 @@
+/* mbk/matter.h - the matter subsystem: a tree of mobilized bodies.
+ *
+ * Bodies are added with their mobilizer, which connects frame F on the
+ * parent to frame M on the body: X_GB = X_GP * X_PF * X_FM(q) * X_MB.
+ * Ground is body 0; bodies are numbered in the order they are added and a
+ * parent is added before its children. q and u are concatenated in body
+ * order. Realization: Position computes body poses (q-only work), Velocity
+ * body velocities and qdot, Dynamics the articulated-body inertias (kept
+ * while only u or z change) and Acceleration udot by the O(n)
+ * articulated-body algorithm, body accelerations and qdotdot. Every reader
+ * names the stage it needs and fails with MBK_ESTAGE below it. */
+#ifndef MBK_MATTER_H
+#define MBK_MATTER_H
+
+#include <stdbool.h>
+#include "mbk/mobilizer.h"
+#include "mbk/system.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mbk_matter mbk_matter;
+
+/* A System holding a matter subsystem (index 0); forces are added to its accumulators. */
+mbk_system *mbk_multibody_create(const char *name);
+/* The matter subsystem of a multibody System (NULL if it has none). */
+mbk_matter *mbk_multibody_upd_matter(mbk_system *sys);
+/* Read-only access to the matter subsystem. */
+const mbk_matter *mbk_multibody_get_matter(const mbk_system *sys);
+/* Applied body forces (moment about body origin, force) in G, by body with Ground at 0 (Dynamics). */
+const mbk_spatial_vec *mbk_multibody_get_body_forces(const mbk_system *sys, const mbk_state *s);
+/* Writable body-force accumulator; zeroed by matter at the start of Dynamics, read at Acceleration. */
+mbk_spatial_vec *mbk_multibody_upd_body_forces(const mbk_system *sys, const mbk_state *s);
+/* Applied mobility forces, one per u (Dynamics). */
+const double *mbk_multibody_get_mobility_forces(const mbk_system *sys, const mbk_state *s);
+/* Writable mobility-force accumulator; zeroed at the start of Dynamics. */
+double *mbk_multibody_upd_mobility_forces(const mbk_system *sys, const mbk_state *s);
+
+/* Add a body (mass properties about its centre of mass, in B) on a mobilizer to `parent`;
+   returns its index. The System owns the mobilizer's impl from now on. */
+int mbk_matter_add_body(mbk_matter *m, int parent, const mbk_transform *X_PF,
+                        const mbk_mass_props *body, const mbk_transform *X_BM,
+                        mbk_mobilizer mobilizer);
+/* Number of bodies, Ground included. */
+int mbk_matter_get_num_bodies(const mbk_matter *m);
+/* Parent of a body (-1 for Ground or a bad index). */
+int mbk_matter_get_parent(const mbk_matter *m, int body);
+/* Choose Euler angles (true) or quaternions for Ball and Free mobilizers (Model stage). */
+int mbk_matter_set_use_euler_angles(const mbk_matter *m, mbk_state *s, bool on);
+/* Current choice (false on error). */
+bool mbk_matter_get_use_euler_angles(const mbk_matter *m, const mbk_state *s);
+/* A body's number of q (Model). */
+int mbk_matter_get_body_num_q(const mbk_matter *m, const mbk_state *s, int body);
+/* A body's number of u (Model). */
+int mbk_matter_get_body_num_u(const mbk_matter *m, const mbk_state *s, int body);
+/* Where a body's q start in the matter subsystem's q (Model). */
+int mbk_matter_get_body_q_start(const mbk_matter *m, const mbk_state *s, int body);
+/* Where a body's u start in the matter subsystem's u (Model). */
+int mbk_matter_get_body_u_start(const mbk_matter *m, const mbk_state *s, int body);
+/* Pose of body B in Ground (Position). */
+int mbk_matter_get_body_transform(const mbk_matter *m, const mbk_state *s, int body,
+                                  mbk_transform *X_GB);
+/* Spatial velocity of B's origin in G (Velocity). */
+int mbk_matter_get_body_velocity(const mbk_matter *m, const mbk_state *s, int body,
+                                 mbk_spatial_vec *V_GB);
+/* Spatial acceleration of B's origin in G (Acceleration). */
+int mbk_matter_get_body_acceleration(const mbk_matter *m, const mbk_state *s, int body,
+                                     mbk_spatial_vec *A_GB);
+/* Set a body's q so that X_FM best fits the given pose (invalidates Position). */
+int mbk_matter_set_body_q_to_fit_transform(const mbk_matter *m, mbk_state *s, int body,
+                                           const mbk_transform *X_FM);
+/* Set a body's u so that V_FM best fits the given velocity (Position; invalidates Velocity). */
+int mbk_matter_set_body_u_to_fit_velocity(const mbk_matter *m, mbk_state *s, int body,
+                                          const mbk_spatial_vec *V_FM);
+/* Mass matrix, nu x nu row-major (Position). */
+int mbk_matter_calc_mass_matrix(const mbk_matter *m, const mbk_state *s, double *M);
+/* Mv = M v in O(n) (Position). */
+int mbk_matter_multiply_by_M(const mbk_matter *m, const mbk_state *s, const double *v, double *Mv);
+/* Minv_v = M^-1 v in O(n) by the articulated-body algorithm (Position). */
+int mbk_matter_multiply_by_M_inverse(const mbk_matter *m, const mbk_state *s, const double *v,
+                                     double *Minv_v);
+/* Inverse dynamics: residual = M known_udot + C(q,u) - mobility_forces - J^T body_forces,
+   applying only the forces passed in (NULL: none; known_udot NULL: zero) (Velocity). */
+int mbk_matter_calc_residual_force(const mbk_matter *m, const mbk_state *s,
+                                   const double *mobility_forces,
+                                   const mbk_spatial_vec *body_forces, const double *known_udot,
+                                   double *residual);
+/* Kinetic energy 0.5 u^T M u (Velocity). */
+int mbk_matter_calc_kinetic_energy(const mbk_matter *m, const mbk_state *s, double *ke);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,85 @@
+/* mbk/mobilizer.h - mobilizers (joints): the ops every mobilizer implements.
+ *
+ * A mobilizer connects frame F on the parent to frame M on the body. Its q
+ * give X_FM(q); its u give the velocity of M in F, V_FM = H_FM(q) u, with
+ * both parts expressed in F and the linear part the velocity of M's origin.
+ * Built-in mobilizers are ops tables like any custom one. Coordinates follow
+ * Simbody (see docs/matter.md for every built-in). `euler` is the matter
+ * subsystem's Model-stage choice of Euler angles instead of quaternions;
+ * mobilizers without quaternions ignore it. */
+#ifndef MBK_MOBILIZER_H
+#define MBK_MOBILIZER_H
+
+#include <stdbool.h>
+#include "mbk/spatial.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The most q and u one mobilizer may have. */
+#define MBK_MOBILIZER_MAX_Q 7
+#define MBK_MOBILIZER_MAX_U 6
+
+typedef struct mbk_mobilizer_ops {
+    const char *name; /* shown in messages */
+    int nu;           /* number of u (0..6) */
+    int nq;           /* number of q (0..7) when get_nq is NULL */
+    /* Number of q for the quaternion (euler = false) or Euler-angle mode; NULL: nq. */
+    int (*get_nq)(const void *impl, bool euler);
+    /* Default q (zero rotation); NULL: zeros. */
+    void (*default_q)(const void *impl, bool euler, double *q);
+    /* X_FM(q). q is normalized first when normalize_q is set. */
+    void (*calc_X_FM)(const void *impl, bool euler, const double *q, mbk_transform *X_FM);
+    /* The nu columns of H_FM(q): V_FM = sum_j H[j] u_j, in F. */
+    void (*calc_H_FM)(const void *impl, bool euler, const double *q, mbk_spatial_vec *H);
+    /* HDot_FM(q, u) u, the velocity-product part of A_FM, in F; NULL: zero (constant H). */
+    void (*calc_Hdot_u)(const void *impl, bool euler, const double *q, const double *u,
+                        mbk_spatial_vec *Hdot_u);
+    /* qdot = N(q) u; NULL: qdot = u (needs nq == nu). */
+    void (*calc_qdot)(const void *impl, bool euler, const double *q, const double *u, double *qdot);
+    /* qdotdot = N udot + NDot u; NULL: qdotdot = udot. */
+    void (*calc_qdotdot)(const void *impl, bool euler, const double *q, const double *u,
+                         const double *udot, double *qdotdot);
+    /* u that best gives qdot (N's inverse or pseudo-inverse); NULL: u = qdot. */
+    void (*calc_u_from_qdot)(const void *impl, bool euler, const double *q, const double *qdot,
+                             double *u);
+    /* Put q back on its manifold (unit quaternions); NULL: nothing to do. */
+    void (*normalize_q)(const void *impl, bool euler, double *q);
+    /* q whose X_FM best fits the given one; 0 or a negative status. */
+    int (*set_q_to_fit_transform)(const void *impl, bool euler, const mbk_transform *X_FM,
+                                  double *q);
+    /* u whose V_FM best fits the given one at q; 0 or a negative status. */
+    int (*set_u_to_fit_velocity)(const void *impl, bool euler, const double *q,
+                                 const mbk_spatial_vec *V_FM, double *u);
+    /* Free impl; called when the owning System is destroyed. */
+    void (*destroy)(void *impl);
+} mbk_mobilizer_ops;
+
+/* A mobilizer: ops plus the implementation data the ops receive. */
+typedef struct mbk_mobilizer {
+    const mbk_mobilizer_ops *ops; /* what it does */
+    void *impl;                   /* its data (owned by the System once added) */
+} mbk_mobilizer;
+
+/* No relative motion. */
+mbk_mobilizer mbk_mobilizer_weld(void);
+/* Rotation q about F's z (= M's z). */
+mbk_mobilizer mbk_mobilizer_pin(void);
+/* Translation q along F's x. */
+mbk_mobilizer mbk_mobilizer_slider(void);
+/* p_FM = q (3), no rotation; u = v_FM in F. */
+mbk_mobilizer mbk_mobilizer_translation(void);
+/* Quaternion of R_FM (or body-fixed XYZ angles); u = w_FM in F. */
+mbk_mobilizer mbk_mobilizer_ball(void);
+/* Ball then p_FM: q = (quaternion or angles, p_FM); u = (w_FM, v_FM) in F. */
+mbk_mobilizer mbk_mobilizer_free(void);
+/* A custom mobilizer from an ops table; impl is owned by the System once added. */
+mbk_mobilizer mbk_mobilizer_custom(const mbk_mobilizer_ops *ops, void *impl);
+/* Number of q of a mobilizer in the given mode. */
+int mbk_mobilizer_get_nq(const mbk_mobilizer *m, bool euler);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,770 @@
+/* The matter subsystem: mobilized-body tree, kinematics and O(n) dynamics.
+ *
+ * Everything is computed in Ground, about body origins: V_GB and A_GB are the
+ * velocity and acceleration of B's origin, M_G the spatial inertia about
+ * B's origin, forces are (moment about B's origin, force). Bodies are stored
+ * in topological order (parent index < child index), so base-to-tip sweeps
+ * run forwards and tip-to-base sweeps backwards over one array. */
+#include <math.h>
+#include <string.h>
+
+#include "mbk/alloc.h"
+#include "mbk/matter.h"
+#include "mbk/status.h"
+
+/* Topology data of one body. */
+typedef struct mt_body {
+    int parent;            /* parent body index (-1 for Ground) */
+    mbk_transform X_PF;    /* F on the parent */
+    mbk_transform X_MB;    /* B in M (inverse of the X_BM given) */
+    mbk_spatial_mat M_B;   /* spatial inertia about B's origin, in B */
+    double mass;           /* body mass */
+    mbk_vec3 com;          /* centre of mass from B's origin, in B */
+    mbk_mobilizer mob;     /* the joint */
+    int nu, u0;            /* u count and start (independent of the Euler choice) */
+} mt_body;
+
+/* Position-stage results of one body. */
+typedef struct mt_pos {
+    mbk_transform X_GB;    /* pose in Ground */
+    mbk_mat33 R_GF;        /* orientation of the mobilizer's F frame in Ground */
+    mbk_vec3 r_PB;         /* parent origin to body origin, in G */
+    mbk_vec3 p_MB_F;       /* M origin to B origin, in F */
+    mbk_spatial_mat M_G;   /* spatial inertia about B's origin, in G */
+    mbk_vec3 c_G;          /* centre of mass from B's origin, in G */
+} mt_pos;
+
+/* Velocity-stage results of one body. */
+typedef struct mt_vel {
+    mbk_spatial_vec V_GB;  /* velocity of B's origin in G */
+    mbk_spatial_vec a_c;   /* velocity-product ("coriolis") acceleration */
+    mbk_spatial_vec b;     /* gyroscopic force (w x I_o w, m w x (w x c)) */
+} mt_vel;
+
+/* Articulated-body results of one body (depend on q only). */
+typedef struct mt_abi {
+    mbk_spatial_mat P;     /* articulated inertia about B's origin, in G */
+    double Dinv[MBK_MOBILIZER_MAX_U * MBK_MOBILIZER_MAX_U]; /* (H^T P H)^-1, nu x nu */
+    mbk_spatial_vec G[MBK_MOBILIZER_MAX_U];                 /* P H D^-1, nu columns */
+} mt_abi;
+
+enum { C_QLAYOUT, C_QN, C_POS, C_H, C_VEL, C_ABI, C_FORCES, C_ACC, C_SCRATCH, NUM_CACHE };
+
+struct mbk_matter {
+    mbk_system *sys;       /* owning System */
+    int sub;               /* subsystem index */
+    mt_body *bodies;       /* bodies[0] is Ground */
+    int nb, cap;           /* body count (with Ground) and capacity */
+    int nu;                /* total u */
+    int euler_var;         /* discrete variable (Model): use Euler angles */
+    int cache[NUM_CACHE];  /* cache entry indices (allocated at Topology) */
+};
+
+/* ------------------------------------------------------------------ */
+/* Cache access                                                         */
+/* ------------------------------------------------------------------ */
+
+static void *cache(const mbk_matter *m, const mbk_state *s, int which)
+{
+    return mbk_state_upd_cache(s, m->sub, m->cache[which]);
+}
+
+/* Per body: q start and q count within matter's q (Model stage). */
+static int *qlayout(const mbk_matter *m, const mbk_state *s) { return cache(m, s, C_QLAYOUT); }
+
+static bool use_euler(const mbk_matter *m, const mbk_state *s)
+{
+    return *(const bool *)mbk_state_get_discrete(s, m->sub, m->euler_var);
+}
+
+static void *vec_of(void *base, size_t off) { return (char *)base + off; }
+
+/* Sizes of the cache blobs; forces = body forces (nb) then mobility forces (nu). */
+static size_t forces_bytes(const mbk_matter *m)
+{
+    return (size_t)m->nb * sizeof(mbk_spatial_vec) + (size_t)(m->nu + 1) * sizeof(double);
+}
+
+/* ------------------------------------------------------------------ */
+/* Checks shared by the public readers                                  */
+/* ------------------------------------------------------------------ */
+
+/* MBK_OK if (m, s) are usable and matter is realized to `stage`. */
+static int need(const mbk_matter *m, const mbk_state *s, mbk_stage stage, const char *fn)
+{
+    if (!m) return mbk_set_error(MBK_EINVAL, "%s: matter is NULL", fn);
+    int rc = mbk_system_check_state(m->sys, s);
+    if (rc < 0) return rc;
+    mbk_stage have = mbk_state_get_subsystem_stage(s, m->sub);
+    if (have < stage)
+        return mbk_set_error(MBK_ESTAGE, "%s: matter is realized only to %s; realize to %s first",
+                             fn, mbk_stage_name(have), mbk_stage_name(stage));
+    return MBK_OK;
+}
+
+static int need_body(const mbk_matter *m, int body, const char *fn)
+{
+    if (body < 0 || body >= m->nb)
+        return mbk_set_error(MBK_EINVAL, "%s: body %d is out of range; there are %d (Ground = 0)",
+                             fn, body, m->nb);
+    return MBK_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Building the tree                                                    */
+/* ------------------------------------------------------------------ */
+
+static int check_mobilizer(const mbk_mobilizer *mob)
+{
+    const mbk_mobilizer_ops *o = mob->ops;
+    if (!o || !o->calc_X_FM)
+        return mbk_set_error(MBK_EINVAL, "mbk_matter_add_body: mobilizer needs an ops table with calc_X_FM");
+    int nq_q = mbk_mobilizer_get_nq(mob, false), nq_e = mbk_mobilizer_get_nq(mob, true);
+    if (o->nu < 0 || o->nu > MBK_MOBILIZER_MAX_U || nq_q < 0 || nq_q > MBK_MOBILIZER_MAX_Q ||
+        nq_e < 0 || nq_e > MBK_MOBILIZER_MAX_Q)
+        return mbk_set_error(MBK_EINVAL, "mbk_matter_add_body: mobilizer '%s' has nu = %d, nq = %d/%d; "
+                             "need nu <= 6 and nq <= 7", o->name ? o->name : "?", o->nu, nq_q, nq_e);
+    if (o->nu > 0 && !o->calc_H_FM)
+        return mbk_set_error(MBK_EINVAL, "mbk_matter_add_body: mobilizer '%s' has u but no calc_H_FM",
+                             o->name ? o->name : "?");
+    if (!o->calc_qdot && (nq_q != o->nu || nq_e != o->nu))
+        return mbk_set_error(MBK_EINVAL, "mbk_matter_add_body: mobilizer '%s' has nq != nu and needs "
+                             "calc_qdot", o->name ? o->name : "?");
+    return MBK_OK;
+}
+
+static int transform_ok(const mbk_transform *X)
+{
+    if (!X || !mbk_mat33_is_finite(X->R) || !mbk_vec3_is_finite(X->p)) return 0;
+    mbk_mat33 E = mbk_mat33_sub(mbk_mat33_mul_transpose(X->R, X->R), mbk_mat33_identity());
+    return mbk_mat33_max_abs(E) < 1e-10 && mbk_mat33_det(X->R) > 0;
+}
+
+int mbk_matter_add_body(mbk_matter *m, int parent, const mbk_transform *X_PF,
+                        const mbk_mass_props *body, const mbk_transform *X_BM,
+                        mbk_mobilizer mobilizer)
+{
+    const char *fn = "mbk_matter_add_body";
+    if (!m) return mbk_set_error(MBK_EINVAL, "%s: matter is NULL", fn);
+    if (mbk_system_is_topology_realized(m->sys))
+        return mbk_set_error(MBK_ESTAGE, "%s: the System's topology is realized; call "
+                             "mbk_system_invalidate_topology before adding bodies", fn);
+    if (parent < 0 || parent >= m->nb)
+        return mbk_set_error(MBK_EINVAL, "%s: parent %d does not exist; bodies are 0 (Ground)..%d",
+                             fn, parent, m->nb - 1);
+    if (!transform_ok(X_PF) || !transform_ok(X_BM))
+        return mbk_set_error(MBK_EINVAL, "%s: X_PF and X_BM must be finite rigid transforms "
+                             "(orthonormal R, det +1)", fn);
+    if (!body || !mbk_mass_props_is_valid(*body))
+        return mbk_set_error(MBK_EINVAL, "%s: mass properties must be finite with mass >= 0 and a "
+                             "symmetric, positive semi-definite inertia obeying the triangle inequality", fn);
+    int rc = check_mobilizer(&mobilizer);
+    if (rc < 0) return rc;
+    if (m->nb == m->cap) {
+        int cap = m->cap ? 2 * m->cap : 16;
+        mt_body *nb = mbk_realloc(m->bodies, (size_t)cap * sizeof *nb);
+        if (!nb) return MBK_ENOMEM;
+        m->bodies = nb;
+        m->cap = cap;
+    }
+    mt_body *b = &m->bodies[m->nb];
+    memset(b, 0, sizeof *b);
+    b->parent = parent;
+    b->X_PF = *X_PF;
+    b->X_MB = mbk_transform_invert(*X_BM);
+    b->M_B = mbk_spatial_inertia_from_mass_props(*body);
+    b->mass = body->mass;
+    b->com = body->com;
+    b->mob = mobilizer;
+    b->nu = mobilizer.ops->nu;
+    b->u0 = m->nu;
+    m->nu += b->nu;
+    return m->nb++;
+}
+
+int mbk_matter_get_num_bodies(const mbk_matter *m) { return m ? m->nb : 0; }
+
+int mbk_matter_get_parent(const mbk_matter *m, int body)
+{
+    if (!m || need_body(m, body, "mbk_matter_get_parent") < 0) return -1;
+    return m->bodies[body].parent;
+}
+
+/* ------------------------------------------------------------------ */
+/* Realization                                                          */
+/* ------------------------------------------------------------------ */
+
+static int mt_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
+{
+    mbk_matter *m = impl;
+    int k = mbk_subsystem_ctx_get_index(c);
+    const bool off = false;
+    m->sub = k;
+    m->euler_var = mbk_state_allocate_discrete(s, k, MBK_STAGE_MODEL, &mbk_value_bool, &off);
+    if (mbk_state_allocate_u(s, k, m->nu, NULL) < 0 || m->euler_var < 0) return -1;
+    /* Sizes are fixed at Topology (nq is at most 7 per body), so every entry is allocated now. */
+    const struct { int dep, by; size_t bytes; } spec[NUM_CACHE] = {
+        [C_QLAYOUT] = {MBK_STAGE_MODEL, MBK_STAGE_MODEL, 2 * (size_t)m->nb * sizeof(int)},
+        [C_QN] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)(MBK_MOBILIZER_MAX_Q * m->nb) * sizeof(double)},
+        [C_POS] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)m->nb * sizeof(mt_pos)},
+        [C_H] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)(m->nu + 1) * sizeof(mbk_spatial_vec)},
+        [C_VEL] = {MBK_STAGE_VELOCITY, MBK_STAGE_VELOCITY, (size_t)m->nb * sizeof(mt_vel)},
+        [C_ABI] = {MBK_STAGE_POSITION, MBK_STAGE_INFINITY, (size_t)m->nb * sizeof(mt_abi)},
+        [C_FORCES] = {MBK_STAGE_DYNAMICS, MBK_STAGE_DYNAMICS, forces_bytes(m)},
+        [C_ACC] = {MBK_STAGE_ACCELERATION, MBK_STAGE_ACCELERATION, 2 * (size_t)m->nb * sizeof(mbk_spatial_vec)},
+        /* work space of the operators: never valid, only written and read within one call */
+        [C_SCRATCH] = {MBK_STAGE_TOPOLOGY, MBK_STAGE_INFINITY, 2 * (size_t)m->nb * sizeof(mbk_spatial_vec)},
+    };
+    for (int i = 0; i < NUM_CACHE; ++i) {
+        mbk_value_type t = mbk_value_bytes(spec[i].bytes, 64);
+        m->cache[i] = mbk_state_allocate_cache(s, k, (mbk_stage)spec[i].dep, (mbk_stage)spec[i].by, &t, NULL);
+        if (m->cache[i] < 0) return -1;
+    }
+    return 0;
+}
+
+/* q depend on the Euler choice: allocate them at Model and record each body's slice. */
+static int mt_model(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
+{
+    const mbk_matter *m = impl;
+    bool euler = use_euler(m, s);
+    int *lay = qlayout(m, s), nq = 0;
+    for (int b = 0; b < m->nb; ++b) {
+        lay[2 * b] = nq;
+        lay[2 * b + 1] = b ? mbk_mobilizer_get_nq(&m->bodies[b].mob, euler) : 0;
+        nq += lay[2 * b + 1];
+    }
+    double *q0 = mbk_calloc((size_t)(nq + 1), sizeof(double));
+    if (!q0) return MBK_ENOMEM;
+    for (int b = 1; b < m->nb; ++b) {
+        const mbk_mobilizer *mob = &m->bodies[b].mob;
+        if (mob->ops->default_q) mob->ops->default_q(mob->impl, euler, q0 + lay[2 * b]);
+    }
+    int rc = mbk_state_allocate_q(s, mbk_subsystem_ctx_get_index(c), nq, q0);
+    mbk_free(q0);
+    return rc < 0 ? rc : 0;
+}
+
+/* Body poses, H in Ground and spatial inertias in Ground, base to tip. */
+static int mt_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
+{
+    (void)c;
+    const mbk_matter *m = impl;
+    bool euler = use_euler(m, s);
+    const int *lay = qlayout(m, s);
+    const double *q = mbk_state_get_subsystem_q(s, m->sub);
+    double *qn = cache(m, s, C_QN);
+    mt_pos *pos = cache(m, s, C_POS);
+    mbk_spatial_vec *H = cache(m, s, C_H);
+    pos[0].X_GB = mbk_transform_identity();
+    pos[0].M_G = mbk_spatial_mat_zero();
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_body *b = &m->bodies[i];
+        const mbk_mobilizer_ops *o = b->mob.ops;
+        double *qb = qn + lay[2 * i];
+        memcpy(qb, q + lay[2 * i], (size_t)lay[2 * i + 1] * sizeof(double));
+        if (o->normalize_q) o->normalize_q(b->mob.impl, euler, qb);
+        mbk_transform X_FM;
+        o->calc_X_FM(b->mob.impl, euler, qb, &X_FM);
+        const mt_pos *pp = &pos[b->parent];
+        mt_pos *p = &pos[i];
+        mbk_transform X_GF = mbk_transform_compose(pp->X_GB, b->X_PF);
+        p->X_GB = mbk_transform_compose(mbk_transform_compose(X_GF, X_FM), b->X_MB);
+        p->R_GF = X_GF.R;
+        p->r_PB = mbk_vec3_sub(p->X_GB.p, pp->X_GB.p);
+        p->p_MB_F = mbk_mat33_mul_vec(X_FM.R, b->X_MB.p);
+        p->M_G = mbk_spatial_inertia_rotate(p->X_GB.R, b->M_B);
+        p->c_G = mbk_mat33_mul_vec(p->X_GB.R, b->com);
+        if (b->nu == 0) continue;
+        mbk_spatial_vec *Hb = H + b->u0;
+        o->calc_H_FM(b->mob.impl, euler, qb, Hb);
+        for (int j = 0; j < b->nu; ++j)
+            Hb[j] = mbk_spatial_rotate(p->R_GF, mbk_spatial_shift_motion(Hb[j], p->p_MB_F));
+    }
+    return 0;
+}
+
+/* V_PB = H u for one body, in G at B's origin. */
+static mbk_spatial_vec rel_velocity(const mbk_spatial_vec *Hb, const double *ub, int nu)
+{
+    mbk_spatial_vec V = mbk_spatial_vec_zero();
+    for (int j = 0; j < nu; ++j) V = mbk_spatial_vec_add(V, mbk_spatial_vec_scale(Hb[j], ub[j]));
+    return V;
+}
+
+/* Velocity-product acceleration of body i given its relative velocity. */
+static mbk_spatial_vec coriolis(const mbk_matter *m, const mbk_state *s, int i, bool euler,
+                                const mbk_spatial_vec *V_GP, const mbk_spatial_vec *V_rel)
+{
+    const mt_body *b = &m->bodies[i];
+    const mt_pos *p = &((const mt_pos *)cache(m, s, C_POS))[i];
+    mbk_vec3 w = V_GP->w;
+    /* d/dt of H (taken in F) times u, shifted from M's origin to B's. */
+    mbk_spatial_vec hd = mbk_spatial_vec_zero();
+    if (b->mob.ops->calc_Hdot_u) {
+        const double *qb = (const double *)cache(m, s, C_QN) + qlayout(m, s)[2 * i];
+        const double *ub = mbk_state_get_subsystem_u(s, m->sub) + b->u0;
+        b->mob.ops->calc_Hdot_u(b->mob.impl, euler, qb, ub, &hd);
+    }
+    mbk_vec3 w_FM = mbk_mat33_transpose_mul_vec(p->R_GF, V_rel->w);
+    hd.v = mbk_vec3_add(hd.v, mbk_vec3_add(mbk_vec3_cross(hd.w, p->p_MB_F),
+                                           mbk_vec3_cross(w_FM, mbk_vec3_cross(w_FM, p->p_MB_F))));
+    hd = mbk_spatial_rotate(p->R_GF, hd);
+    mbk_spatial_vec a;
+    a.w = mbk_vec3_add(mbk_vec3_cross(w, V_rel->w), hd.w);
+    a.v = mbk_vec3_add(mbk_vec3_add(mbk_vec3_cross(w, mbk_vec3_cross(w, p->r_PB)),
+                                    mbk_vec3_scale(mbk_vec3_cross(w, V_rel->v), 2.0)),
+                       hd.v);
+    return a;
+}
+
+/* Velocity-product force with classical accelerations of the body origin:
+   the moment about the origin w x (I_o w), the force m w x (w x c). */
+static mbk_spatial_vec gyroscopic(const mt_body *b, const mt_pos *p, mbk_vec3 w)
+{
+    mbk_spatial_vec f;
+    f.w = mbk_vec3_cross(w, mbk_mat33_mul_vec(p->M_G.m00, w));
+    f.v = mbk_vec3_scale(mbk_vec3_cross(w, mbk_vec3_cross(w, p->c_G)), b->mass);
+    return f;
+}
+
+/* Body velocities, qdot, velocity-product accelerations and gyroscopic forces. */
+static int mt_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
+{
+    (void)c;
+    const mbk_matter *m = impl;
+    bool euler = use_euler(m, s);
+    const int *lay = qlayout(m, s);
+    const double *u = mbk_state_get_subsystem_u(s, m->sub);
+    const double *qn = cache(m, s, C_QN);
+    const mt_pos *pos = cache(m, s, C_POS);
+    const mbk_spatial_vec *H = cache(m, s, C_H);
+    mt_vel *vel = cache(m, s, C_VEL);
+    double *qdot = mbk_state_upd_subsystem_qdot(s, m->sub);
+    memset(&vel[0], 0, sizeof vel[0]);
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_body *b = &m->bodies[i];
+        const mbk_spatial_vec *Vp = &vel[b->parent].V_GB;
+        mbk_spatial_vec Vr = rel_velocity(H + b->u0, u + b->u0, b->nu);
+        mt_vel *v = &vel[i];
+        v->V_GB = mbk_spatial_vec_add(mbk_spatial_shift_motion(*Vp, pos[i].r_PB), Vr);
+        v->a_c = coriolis(m, s, i, euler, Vp, &Vr);
+        v->b = gyroscopic(b, &pos[i], v->V_GB.w);
+        const double *qb = qn + lay[2 * i];
+        if (b->mob.ops->calc_qdot) b->mob.ops->calc_qdot(b->mob.impl, euler, qb, u + b->u0, qdot + lay[2 * i]);
+        else memcpy(qdot + lay[2 * i], u + b->u0, (size_t)b->nu * sizeof(double));
+    }
+    return 0;
+}
+
+/* Invert a small symmetric positive-definite matrix in place (Gauss-Jordan); 0 if singular. */
+static int small_inverse(double *A, int n)
+{
+    double inv[MBK_MOBILIZER_MAX_U * MBK_MOBILIZER_MAX_U] = {0};
+    for (int i = 0; i < n; ++i) inv[i * n + i] = 1.0;
+    for (int col = 0; col < n; ++col) {
+        int piv = col;
+        for (int r = col + 1; r < n; ++r)
+            if (fabs(A[r * n + col]) > fabs(A[piv * n + col])) piv = r;
+        if (!(fabs(A[piv * n + col]) > 0.0)) return 0;
+        for (int j = 0; j < n; ++j) {
+            double t = A[col * n + j]; A[col * n + j] = A[piv * n + j]; A[piv * n + j] = t;
+            t = inv[col * n + j]; inv[col * n + j] = inv[piv * n + j]; inv[piv * n + j] = t;
+        }
+        double d = A[col * n + col];
+        for (int j = 0; j < n; ++j) { A[col * n + j] /= d; inv[col * n + j] /= d; }
+        for (int r = 0; r < n; ++r) {
+            if (r == col) continue;
+            double f = A[r * n + col];
+            for (int j = 0; j < n; ++j) { A[r * n + j] -= f * A[col * n + j]; inv[r * n + j] -= f * inv[col * n + j]; }
+        }
+    }
+    memcpy(A, inv, (size_t)(n * n) * sizeof(double));
+    return 1;
+}
+
+/* Articulated-body inertias, tip to base; computed once per Position realization. */
+static int realize_abi(const mbk_matter *m, const mbk_state *s)
+{
+    if (mbk_state_is_cache_realized(s, m->sub, m->cache[C_ABI])) return MBK_OK;
+    const mt_pos *pos = cache(m, s, C_POS);
+    const mbk_spatial_vec *H = cache(m, s, C_H);
+    mt_abi *abi = cache(m, s, C_ABI);
+    for (int i = 0; i < m->nb; ++i) abi[i].P = pos[i].M_G;
+    for (int i = m->nb - 1; i >= 1; --i) {
+        const mt_body *b = &m->bodies[i];
+        mt_abi *a = &abi[i];
+        const mbk_spatial_vec *Hb = H + b->u0;
+        mbk_spatial_vec PH[MBK_MOBILIZER_MAX_U];
+        for (int j = 0; j < b->nu; ++j) PH[j] = mbk_spatial_mat_mul_vec(a->P, Hb[j]);
+        for (int r = 0; r < b->nu; ++r)
+            for (int j = 0; j < b->nu; ++j) a->Dinv[r * b->nu + j] = mbk_spatial_vec_dot(Hb[r], PH[j]);
+        if (b->nu && !small_inverse(a->Dinv, b->nu))
+            return mbk_set_error(MBK_ESINGULAR, "body %d: articulated inertia is singular along its "
+                                 "mobilities; give massless bodies a massive child or add mass", i);
+        mbk_spatial_mat Pplus = a->P;
+        for (int j = 0; j < b->nu; ++j) {
+            mbk_spatial_vec g = mbk_spatial_vec_zero();
+            for (int r = 0; r < b->nu; ++r) g = mbk_spatial_vec_add(g, mbk_spatial_vec_scale(PH[r], a->Dinv[r * b->nu + j]));
+            a->G[j] = g;
+            Pplus = mbk_spatial_mat_sub(Pplus, mbk_spatial_mat_outer(g, PH[j]));
+        }
+        mbk_spatial_mat shifted = mbk_spatial_inertia_shift(Pplus, mbk_vec3_neg(pos[i].r_PB));
+        abi[b->parent].P = mbk_spatial_mat_add(abi[b->parent].P, shifted);
+    }
+    mbk_state_mark_cache_realized(s, m->sub, m->cache[C_ABI]);
+    return MBK_OK;
+}
+
+/* Forces accumulate during Dynamics: matter (first) zeroes them. */
+static int mt_dynamics(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
+{
+    (void)c;
+    const mbk_matter *m = impl;
+    memset(cache(m, s, C_FORCES), 0, forces_bytes(m));
+    return realize_abi(m, s) < 0 ? MBK_ESINGULAR : 0;
+}
+
+/* The articulated-body sweeps: udot from mobility forces tau, body forces F
+   and (when with_velocity) the velocity terms. A and z are scratch arrays. */
+static void aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
+                      const mbk_spatial_vec *F, bool with_velocity, mbk_spatial_vec *A,
+                      mbk_spatial_vec *z, double *udot)
+{
+    const mt_pos *pos = cache(m, s, C_POS);
+    const mt_vel *vel = with_velocity ? cache(m, s, C_VEL) : NULL;
+    const mbk_spatial_vec *H = cache(m, s, C_H);
+    const mt_abi *abi = cache(m, s, C_ABI);
+    double eps[MBK_MOBILIZER_MAX_U * 1];
+    for (int i = 0; i < m->nb; ++i) z[i] = mbk_spatial_vec_zero();
+    /* tip to base: articulated bias forces */
+    for (int i = m->nb - 1; i >= 1; --i) {
+        const mt_body *b = &m->bodies[i];
+        mbk_spatial_vec zi = z[i];
+        if (vel) zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_add(mbk_spatial_mat_mul_vec(abi[i].P, vel[i].a_c), vel[i].b));
+        if (F) zi = mbk_spatial_vec_sub(zi, F[i]);
+        z[i] = zi;
+        for (int j = 0; j < b->nu; ++j) {
+            eps[j] = (tau ? tau[b->u0 + j] : 0.0) - mbk_spatial_vec_dot(H[b->u0 + j], zi);
+            zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_scale(abi[i].G[j], eps[j]));
+        }
+        z[b->parent] = mbk_spatial_vec_add(z[b->parent], mbk_spatial_shift_force(zi, mbk_vec3_neg(pos[i].r_PB)));
+        /* keep eps for the forward sweep in udot (overwritten there) */
+        for (int j = 0; j < b->nu; ++j) udot[b->u0 + j] = eps[j];
+    }
+    /* base to tip: accelerations */
+    A[0] = mbk_spatial_vec_zero();
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_body *b = &m->bodies[i];
+        mbk_spatial_vec Ap = mbk_spatial_shift_motion(A[b->parent], pos[i].r_PB);
+        mbk_spatial_vec Ai = vel ? mbk_spatial_vec_add(Ap, vel[i].a_c) : Ap;
+        double e[MBK_MOBILIZER_MAX_U];
+        memcpy(e, udot + b->u0, (size_t)b->nu * sizeof(double));
+        for (int r = 0; r < b->nu; ++r) {
+            double x = -mbk_spatial_vec_dot(abi[i].G[r], Ap);
+            for (int j = 0; j < b->nu; ++j) x += abi[i].Dinv[r * b->nu + j] * e[j];
+            udot[b->u0 + r] = x;
+            Ai = mbk_spatial_vec_add(Ai, mbk_spatial_vec_scale(H[b->u0 + r], x));
+        }
+        A[i] = Ai;
+    }
+}
+
+static int mt_acceleration(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
+{
+    (void)c;
+    const mbk_matter *m = impl;
+    bool euler = use_euler(m, s);
+    const mbk_spatial_vec *F = cache(m, s, C_FORCES);
+    const double *tau = (const double *)vec_of(cache(m, s, C_FORCES), (size_t)m->nb * sizeof(mbk_spatial_vec));
+    mbk_spatial_vec *A = cache(m, s, C_ACC), *z = A + m->nb;
+    double *udot = mbk_state_upd_subsystem_udot(s, m->sub);
+    aba_solve(m, s, tau, F, true, A, z, udot);
+    /* qdotdot from udot through each mobilizer's N and NDot */
+    const int *lay = qlayout(m, s);
+    const double *qn = cache(m, s, C_QN), *u = mbk_state_get_subsystem_u(s, m->sub);
+    double *qdd = mbk_state_upd_subsystem_qdotdot(s, m->sub);
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_body *b = &m->bodies[i];
+        if (b->mob.ops->calc_qdotdot)
+            b->mob.ops->calc_qdotdot(b->mob.impl, euler, qn + lay[2 * i], u + b->u0, udot + b->u0, qdd + lay[2 * i]);
+        else memcpy(qdd + lay[2 * i], udot + b->u0, (size_t)b->nu * sizeof(double));
+    }
+    return 0;
+}
+
+static int mt_kinetic(void *impl, const mbk_subsystem_ctx *c, const mbk_state *s, double *ke)
+{
+    (void)c;
+    double e = 0;
+    int rc = mbk_matter_calc_kinetic_energy(impl, s, &e);
+    *ke += e;
+    return rc < 0 ? rc : 0;
+}
+
+static void mt_destroy(void *impl)
+{
+    mbk_matter *m = impl;
+    for (int i = 1; i < m->nb; ++i)
+        if (m->bodies[i].mob.ops->destroy) m->bodies[i].mob.ops->destroy(m->bodies[i].mob.impl);
+    mbk_free(m->bodies);
+    mbk_free(m);
+}
+
+static const mbk_subsystem_ops matter_ops = {
+    .name = "matter",
+    .realize_topology = mt_topology,
+    .realize_model = mt_model,
+    .realize_position = mt_position,
+    .realize_velocity = mt_velocity,
+    .realize_dynamics = mt_dynamics,
+    .realize_acceleration = mt_acceleration,
+    .calc_kinetic_energy = mt_kinetic,
+    .destroy = mt_destroy,
+};
+
+/* ------------------------------------------------------------------ */
+/* Multibody System                                                     */
+/* ------------------------------------------------------------------ */
+
+mbk_system *mbk_multibody_create(const char *name)
+{
+    mbk_system *sys = mbk_system_create(name);
+    mbk_matter *m = mbk_calloc(1, sizeof *m);
+    if (!sys || !m) goto fail;
+    m->sys = sys;
+    m->bodies = mbk_calloc(16, sizeof *m->bodies);
+    if (!m->bodies) goto fail;
+    m->cap = 16;
+    m->nb = 1;
+    m->bodies[0].parent = -1;
+    m->bodies[0].mob = mbk_mobilizer_weld();
+    m->bodies[0].X_PF = m->bodies[0].X_MB = mbk_transform_identity();
+    if (mbk_system_add_subsystem(sys, &matter_ops, m) != 0) goto fail;
+    return sys;
+fail:
+    if (m) mbk_free(m->bodies);
+    mbk_free(m);
+    mbk_system_destroy(sys);
+    return NULL;
+}
+
+mbk_matter *mbk_multibody_upd_matter(mbk_system *sys)
+{
+    int k = mbk_system_find_subsystem(sys, &matter_ops);
+    return k < 0 ? NULL : mbk_system_upd_subsystem_impl(sys, k);
+}
+
+const mbk_matter *mbk_multibody_get_matter(const mbk_system *sys)
+{
+    int k = mbk_system_find_subsystem(sys, &matter_ops);
+    return k < 0 ? NULL : mbk_system_get_subsystem_impl(sys, k);
+}
+
+/* Force accumulators; `which` 0 body forces, 1 mobility forces. */
+static void *forces_of(const mbk_system *sys, const mbk_state *s, int which, bool for_read)
+{
+    const mbk_matter *m = mbk_multibody_get_matter(sys);
+    if (!m) {
+        mbk_set_error(MBK_EINVAL, "system has no matter subsystem; create it with mbk_multibody_create");
+        return NULL;
+    }
+    if (need(m, s, for_read ? MBK_STAGE_DYNAMICS : MBK_STAGE_VELOCITY, "force accumulators") < 0) return NULL;
+    char *base = cache(m, s, C_FORCES);
+    return which ? base + (size_t)m->nb * sizeof(mbk_spatial_vec) : base;
+}
+
+const mbk_spatial_vec *mbk_multibody_get_body_forces(const mbk_system *sys, const mbk_state *s) { return forces_of(sys, s, 0, true); }
+mbk_spatial_vec *mbk_multibody_upd_body_forces(const mbk_system *sys, const mbk_state *s) { return forces_of(sys, s, 0, false); }
+const double *mbk_multibody_get_mobility_forces(const mbk_system *sys, const mbk_state *s) { return forces_of(sys, s, 1, true); }
+double *mbk_multibody_upd_mobility_forces(const mbk_system *sys, const mbk_state *s) { return forces_of(sys, s, 1, false); }
+
+/* ------------------------------------------------------------------ */
+/* Readers and operators                                                */
+/* ------------------------------------------------------------------ */
+
+int mbk_matter_set_use_euler_angles(const mbk_matter *m, mbk_state *s, bool on)
+{
+    if (!m) return mbk_set_error(MBK_EINVAL, "mbk_matter_set_use_euler_angles: matter is NULL");
+    int rc = mbk_system_check_state(m->sys, s);
+    if (rc < 0) return rc;
+    return mbk_state_set_discrete(s, m->sub, m->euler_var, &mbk_value_bool, &on);
+}
+
+bool mbk_matter_get_use_euler_angles(const mbk_matter *m, const mbk_state *s)
+{
+    return m && mbk_system_check_state(m->sys, s) == MBK_OK && use_euler(m, s);
+}
+
+/* which: 0 nq, 1 nu, 2 q start, 3 u start. */
+static int body_size(const mbk_matter *m, const mbk_state *s, int body, int which, const char *fn)
+{
+    int rc = need(m, s, MBK_STAGE_MODEL, fn);
+    if (rc < 0 || (rc = need_body(m, body, fn)) < 0) return rc;
+    const int *lay = qlayout(m, s);
+    const int v[4] = {lay[2 * body + 1], m->bodies[body].nu, lay[2 * body], m->bodies[body].u0};
+    return v[which];
+}
+
+int mbk_matter_get_body_num_q(const mbk_matter *m, const mbk_state *s, int b) { return body_size(m, s, b, 0, "mbk_matter_get_body_num_q"); }
+int mbk_matter_get_body_num_u(const mbk_matter *m, const mbk_state *s, int b) { return body_size(m, s, b, 1, "mbk_matter_get_body_num_u"); }
+int mbk_matter_get_body_q_start(const mbk_matter *m, const mbk_state *s, int b) { return body_size(m, s, b, 2, "mbk_matter_get_body_q_start"); }
+int mbk_matter_get_body_u_start(const mbk_matter *m, const mbk_state *s, int b) { return body_size(m, s, b, 3, "mbk_matter_get_body_u_start"); }
+
+int mbk_matter_get_body_transform(const mbk_matter *m, const mbk_state *s, int body, mbk_transform *X_GB)
+{
+    const char *fn = "mbk_matter_get_body_transform";
+    int rc = need(m, s, MBK_STAGE_POSITION, fn);
+    if (rc < 0 || (rc = need_body(m, body, fn)) < 0) return rc;
+    if (!X_GB) return mbk_set_error(MBK_EINVAL, "%s: output is NULL", fn);
+    *X_GB = ((const mt_pos *)cache(m, s, C_POS))[body].X_GB;
+    return MBK_OK;
+}
+
+int mbk_matter_get_body_velocity(const mbk_matter *m, const mbk_state *s, int body, mbk_spatial_vec *V_GB)
+{
+    const char *fn = "mbk_matter_get_body_velocity";
+    int rc = need(m, s, MBK_STAGE_VELOCITY, fn);
+    if (rc < 0 || (rc = need_body(m, body, fn)) < 0) return rc;
+    if (!V_GB) return mbk_set_error(MBK_EINVAL, "%s: output is NULL", fn);
+    *V_GB = ((const mt_vel *)cache(m, s, C_VEL))[body].V_GB;
+    return MBK_OK;
+}
+
+int mbk_matter_get_body_acceleration(const mbk_matter *m, const mbk_state *s, int body, mbk_spatial_vec *A_GB)
+{
+    const char *fn = "mbk_matter_get_body_acceleration";
+    int rc = need(m, s, MBK_STAGE_ACCELERATION, fn);
+    if (rc < 0 || (rc = need_body(m, body, fn)) < 0) return rc;
+    if (!A_GB) return mbk_set_error(MBK_EINVAL, "%s: output is NULL", fn);
+    *A_GB = ((const mbk_spatial_vec *)cache(m, s, C_ACC))[body];
+    return MBK_OK;
+}
+
+int mbk_matter_set_body_q_to_fit_transform(const mbk_matter *m, mbk_state *s, int body, const mbk_transform *X_FM)
+{
+    const char *fn = "mbk_matter_set_body_q_to_fit_transform";
+    int rc = need(m, s, MBK_STAGE_MODEL, fn);
+    if (rc < 0 || (rc = need_body(m, body, fn)) < 0) return rc;
+    const mbk_mobilizer *mob = &m->bodies[body].mob;
+    if (!X_FM || !transform_ok(X_FM)) return mbk_set_error(MBK_EINVAL, "%s: X_FM must be a finite rigid transform", fn);
+    if (!mob->ops->set_q_to_fit_transform)
+        return mbk_set_error(MBK_EINVAL, "%s: mobilizer '%s' cannot fit a transform", fn, mob->ops->name);
+    double qb[MBK_MOBILIZER_MAX_Q];
+    rc = mob->ops->set_q_to_fit_transform(mob->impl, use_euler(m, s), X_FM, qb);
+    if (rc < 0) return rc;
+    memcpy(mbk_state_upd_subsystem_q(s, m->sub) + qlayout(m, s)[2 * body], qb,
+           (size_t)qlayout(m, s)[2 * body + 1] * sizeof(double));
+    return MBK_OK;
+}
+
+int mbk_matter_set_body_u_to_fit_velocity(const mbk_matter *m, mbk_state *s, int body, const mbk_spatial_vec *V_FM)
+{
+    const char *fn = "mbk_matter_set_body_u_to_fit_velocity";
+    int rc = need(m, s, MBK_STAGE_POSITION, fn);
+    if (rc < 0 || (rc = need_body(m, body, fn)) < 0) return rc;
+    const mbk_mobilizer *mob = &m->bodies[body].mob;
+    if (!V_FM) return mbk_set_error(MBK_EINVAL, "%s: V_FM is NULL", fn);
+    if (!mob->ops->set_u_to_fit_velocity)
+        return mbk_set_error(MBK_EINVAL, "%s: mobilizer '%s' cannot fit a velocity", fn, mob->ops->name);
+    double ub[MBK_MOBILIZER_MAX_U];
+    const double *qn = (const double *)cache(m, s, C_QN) + qlayout(m, s)[2 * body];
+    rc = mob->ops->set_u_to_fit_velocity(mob->impl, use_euler(m, s), qn, V_FM, ub);
+    if (rc < 0) return rc;
+    memcpy(mbk_state_upd_subsystem_u(s, m->sub) + m->bodies[body].u0, ub, (size_t)m->bodies[body].nu * sizeof(double));
+    return MBK_OK;
+}
+
+/* Recursive Newton-Euler: residual = M udot (+ C if with_velocity) - tau - J^T F.
+   A and Fb are scratch arrays of nb spatial vectors. */
+static void rnea(const mbk_matter *m, const mbk_state *s, const double *udot, const double *tau,
+                 const mbk_spatial_vec *F, bool with_velocity, mbk_spatial_vec *A,
+                 mbk_spatial_vec *Fb, double *residual)
+{
+    const mt_pos *pos = cache(m, s, C_POS);
+    const mt_vel *vel = with_velocity ? cache(m, s, C_VEL) : NULL;
+    const mbk_spatial_vec *H = cache(m, s, C_H);
+    A[0] = mbk_spatial_vec_zero();
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_body *b = &m->bodies[i];
+        mbk_spatial_vec Ai = mbk_spatial_shift_motion(A[b->parent], pos[i].r_PB);
+        if (vel) Ai = mbk_spatial_vec_add(Ai, vel[i].a_c);
+        for (int j = 0; udot && j < b->nu; ++j) Ai = mbk_spatial_vec_add(Ai, mbk_spatial_vec_scale(H[b->u0 + j], udot[b->u0 + j]));
+        A[i] = Ai;
+        Fb[i] = mbk_spatial_mat_mul_vec(pos[i].M_G, Ai);
+        if (vel) Fb[i] = mbk_spatial_vec_add(Fb[i], vel[i].b);
+        if (F) Fb[i] = mbk_spatial_vec_sub(Fb[i], F[i]);
+    }
+    for (int i = m->nb - 1; i >= 1; --i) {
+        const mt_body *b = &m->bodies[i];
+        for (int j = 0; j < b->nu; ++j)
+            residual[b->u0 + j] = mbk_spatial_vec_dot(H[b->u0 + j], Fb[i]) - (tau ? tau[b->u0 + j] : 0.0);
+        if (b->parent > 0)
+            Fb[b->parent] = mbk_spatial_vec_add(Fb[b->parent], mbk_spatial_shift_force(Fb[i], mbk_vec3_neg(pos[i].r_PB)));
+    }
+}
+
+int mbk_matter_multiply_by_M(const mbk_matter *m, const mbk_state *s, const double *v, double *Mv)
+{
+    int rc = need(m, s, MBK_STAGE_POSITION, "mbk_matter_multiply_by_M");
+    if (rc < 0) return rc;
+    if (!v || !Mv) return mbk_set_error(MBK_EINVAL, "mbk_matter_multiply_by_M: v and Mv must not be NULL");
+    mbk_spatial_vec *w = cache(m, s, C_SCRATCH);
+    rnea(m, s, v, NULL, NULL, false, w, w + m->nb, Mv);
+    return MBK_OK;
+}
+
+int mbk_matter_multiply_by_M_inverse(const mbk_matter *m, const mbk_state *s, const double *v, double *Minv_v)
+{
+    int rc = need(m, s, MBK_STAGE_POSITION, "mbk_matter_multiply_by_M_inverse");
+    if (rc < 0) return rc;
+    if (!v || !Minv_v) return mbk_set_error(MBK_EINVAL, "mbk_matter_multiply_by_M_inverse: v and Minv_v must not be NULL");
+    if ((rc = realize_abi(m, s)) < 0) return rc;
+    mbk_spatial_vec *w = cache(m, s, C_SCRATCH);
+    aba_solve(m, s, v, NULL, false, w, w + m->nb, Minv_v);
+    return MBK_OK;
+}
+
+int mbk_matter_calc_mass_matrix(const mbk_matter *m, const mbk_state *s, double *M)
+{
+    int rc = need(m, s, MBK_STAGE_POSITION, "mbk_matter_calc_mass_matrix");
+    if (rc < 0) return rc;
+    if (!M) return mbk_set_error(MBK_EINVAL, "mbk_matter_calc_mass_matrix: M is NULL");
+    int n = m->nu;
+    double *e = mbk_calloc((size_t)(2 * n + 1), sizeof(double));
+    if (!e) return MBK_ENOMEM;
+    /* Column j is M e_j (M is symmetric, so rows equal columns). */
+    for (int j = 0; j < n && rc == 0; ++j) {
+        e[j] = 1.0;
+        rc = mbk_matter_multiply_by_M(m, s, e, e + n);
+        for (int i = 0; i < n; ++i) M[i * n + j] = e[n + i];
+        e[j] = 0.0;
+    }
+    mbk_free(e);
+    return rc;
+}
+
+int mbk_matter_calc_residual_force(const mbk_matter *m, const mbk_state *s, const double *mobility_forces,
+                                   const mbk_spatial_vec *body_forces, const double *known_udot, double *residual)
+{
+    int rc = need(m, s, MBK_STAGE_VELOCITY, "mbk_matter_calc_residual_force");
+    if (rc < 0) return rc;
+    if (!residual) return mbk_set_error(MBK_EINVAL, "mbk_matter_calc_residual_force: residual is NULL");
+    mbk_spatial_vec *w = cache(m, s, C_SCRATCH);
+    rnea(m, s, known_udot, mobility_forces, body_forces, true, w, w + m->nb, residual);
+    return MBK_OK;
+}
+
+int mbk_matter_calc_kinetic_energy(const mbk_matter *m, const mbk_state *s, double *ke)
+{
+    int rc = need(m, s, MBK_STAGE_VELOCITY, "mbk_matter_calc_kinetic_energy");
+    if (rc < 0) return rc;
+    if (!ke) return mbk_set_error(MBK_EINVAL, "mbk_matter_calc_kinetic_energy: ke is NULL");
+    const mt_pos *pos = cache(m, s, C_POS);
+    const mt_vel *vel = cache(m, s, C_VEL);
+    double e = 0.0;
+    for (int i = 1; i < m->nb; ++i)
+        e += 0.5 * mbk_spatial_vec_dot(vel[i].V_GB, mbk_spatial_mat_mul_vec(pos[i].M_G, vel[i].V_GB));
+    *ke = e;
+    return MBK_OK;
+}
