@@ -100,6 +100,12 @@ const void *mbk_system_get_subsystem_impl(const mbk_system *sys, int k)
     return b ? b->impl : NULL;
 }
 
+const mbk_subsystem_ops *mbk_system_get_subsystem_ops(const mbk_system *sys, int k)
+{
+    const sys_sub *b = sub_at(sys, k, "mbk_system_get_subsystem_ops");
+    return b ? b->ops_source : NULL;
+}
+
 const char *mbk_system_get_subsystem_name(const mbk_system *sys, int k)
 {
     const sys_sub *b = sub_at(sys, k, "mbk_system_get_subsystem_name");

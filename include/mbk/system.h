@@ -64,6 +64,8 @@ int mbk_system_get_num_subsystems(const mbk_system *sys);
 void *mbk_system_upd_subsystem_impl(mbk_system *sys, int subsystem);
 /* A subsystem's impl pointer, read-only use (NULL for a bad index). */
 const void *mbk_system_get_subsystem_impl(const mbk_system *sys, int subsystem);
+/* A subsystem's ops table as passed to mbk_system_add_subsystem (NULL for a bad index). */
+const mbk_subsystem_ops *mbk_system_get_subsystem_ops(const mbk_system *sys, int subsystem);
 /* A subsystem's name (NULL for a bad index). */
 const char *mbk_system_get_subsystem_name(const mbk_system *sys, int subsystem);
 /* Index of the first subsystem whose ops table is `ops` (-1 if none). */
@@ -81,11 +83,16 @@ long mbk_system_get_topology_version(const mbk_system *sys);
 int mbk_system_realize_topology(mbk_system *sys);
 /* The default State built by mbk_system_realize_topology (NULL before). */
 const mbk_state *mbk_system_get_default_state(const mbk_system *sys);
-/* Realize s up to `stage` (Topology..Report); MBK_OK if already there. */
+/* Realize s up to `stage` (Topology..Report); MBK_OK if already there. Checks
+   that t, q, u, z are finite before Time, Position, Velocity, Dynamics
+   (MBK_ENOTFINITE). An op's positive return becomes MBK_ERETRY, a negative mbk
+   status passes through, any other negative value becomes MBK_EUSER; after a
+   failure at stage g every subsystem is back at g - 1, ready for a retry. */
 int mbk_system_realize(const mbk_system *sys, mbk_state *s, mbk_stage stage);
 /* MBK_OK if s belongs to this System's current topology, else MBK_ESTALE with a message. */
 int mbk_system_check_state(const mbk_system *sys, const mbk_state *s);
-/* Kinetic and potential energy summed over subsystems (either pointer may be NULL; Velocity). */
+/* Kinetic and potential energy summed over subsystems (either pointer may be NULL).
+   Needs Velocity, or Position when kinetic is NULL. */
 int mbk_system_calc_energy(const mbk_system *sys, const mbk_state *s, double *kinetic,
                            double *potential);
 /* Plain ODE view y' = f(t, y), y = [q u z]: sets t and y (y NULL: keep the
