@@ -551,7 +551,11 @@ int mbk_state_get_num_subsystems(const mbk_state *s)
 long mbk_state_get_stage_version(const mbk_state *s, int subsystem, mbk_stage stage)
 {
     const st_sub *b = need_sub(s, subsystem, "mbk_state_get_stage_version");
-    if (!b || stage < MBK_STAGE_EMPTY || stage > MBK_STAGE_REPORT) return -1;
+    if (!b) return -1;
+    if (stage < MBK_STAGE_EMPTY || stage > MBK_STAGE_REPORT) {
+        mbk_set_error(MBK_EINVAL, "mbk_state_get_stage_version: stage %d is not Empty..Report", (int)stage);
+        return -1;
+    }
     return b->version[stage];
 }
 
@@ -786,9 +790,10 @@ static st_sub *need_alloc(mbk_state *s, int sub, int lo, int hi, const char *fn,
     if (!b) return NULL;
     int a = st_hdr_of(s)->alloc_stage;
     if (a < lo || a > hi) {
-        mbk_set_error(MBK_ESTAGE, "%s: allocation is only allowed from a subsystem's %s op%s", fn,
-                      where,
-                      a == MBK_STAGE_EMPTY ? " (no realization is running now)" : "");
+        int now = st_hdr_of(s)->realizing;
+        mbk_set_error(MBK_ESTAGE, "%s: allocation is only allowed from a subsystem's %s op (%s%s)",
+                      fn, where, now ? "now realizing " : "no realization is running now",
+                      now ? mbk_stage_name((mbk_stage)now) : "");
         return NULL;
     }
     return b;

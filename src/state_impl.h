@@ -51,6 +51,7 @@ typedef struct st_hdr {
     int nsub;             /* subsystems */
     int stage;            /* lowest subsystem stage (the State's stage) */
     int alloc_stage;      /* stage being realized while allocation is allowed, else Empty */
+    int realizing;        /* stage being realized now, else Empty (for messages) */
     int nq, nu, nz;       /* continuous variable counts */
     int nqerr, nuerr, nudoterr; /* constraint-error counts */
     int ndisc, ncache;    /* record counts, all subsystems */

@@ -2,6 +2,8 @@
  * realization of States. */
 #include "system_impl.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "mbk/alloc.h"
@@ -46,7 +48,11 @@ void mbk_system_destroy(mbk_system *sys)
     mbk_free(sys);
 }
 
-const char *mbk_system_get_name(const mbk_system *sys) { return sys ? sys->name : NULL; }
+const char *mbk_system_get_name(const mbk_system *sys)
+{
+    if (!sys) mbk_set_error(MBK_EINVAL, "mbk_system_get_name: system is NULL");
+    return sys ? sys->name : NULL;
+}
 
 int mbk_system_add_subsystem(mbk_system *sys, const mbk_subsystem_ops *ops, void *impl)
 {
@@ -140,14 +146,14 @@ bool mbk_system_is_topology_realized(const mbk_system *sys) { return sys && sys-
 
 long mbk_system_get_topology_version(const mbk_system *sys) { return sys ? sys->topology_version : -1; }
 
-/* Status a realize op's return value becomes, with a message naming the subsystem. */
-static int op_failure(const mbk_system *sys, int k, int g, int rc)
+/* Status an op's return value becomes, with a message naming the subsystem.
+   A negative return passes through only when the op recorded that status. */
+static int op_failure(const mbk_system *sys, int k, const char *what, int rc)
 {
-    int status = rc > 0 ? MBK_ERETRY : (rc >= MBK_ERETRY && rc < 0 ? rc : MBK_EUSER);
+    int status = rc > 0 ? MBK_ERETRY : (rc == mbk_last_status() ? rc : MBK_EUSER);
     const char *why = mbk_last_error();
-    return mbk_set_error(status, "subsystem %d ('%s') failed to realize %s (returned %d)%s%s", k,
-                         mbk_system_get_subsystem_name(sys, k), mbk_stage_name((mbk_stage)g), rc,
-                         why[0] ? ": " : "", why);
+    return mbk_set_error(status, "subsystem %d ('%s') failed to %s (returned %d)%s%s", k,
+                         mbk_system_get_subsystem_name(sys, k), what, rc, why[0] ? ": " : "", why);
 }
 
 /* The realize op of stage g. */
@@ -178,14 +184,28 @@ static int realize_stage(const mbk_system *sys, mbk_state *s, int g)
     int rc = st_check_finite(s, (mbk_stage)g);
     if (rc < 0) return rc;
     st_hdr_of(s)->alloc_stage = g <= MBK_STAGE_INSTANCE ? g : MBK_STAGE_EMPTY;
+    st_hdr_of(s)->realizing = g;
     for (int k = 0; k < sys->nsub; ++k) {
         if (st_sub_of(s, k)->stage >= g) continue;
         const sys_sub *b = sys->subs[k];
         mbk_realize_fn op = stage_op(&b->ops, g);
-        rc = op ? op(b->impl, &b->ctx, s) : 0;
+        if (!op) {
+            st_sub_of(s, k)->stage = g;
+            continue;
+        }
+        /* Any invalidation bumps the Report version: ops may write only cache. */
+        long before = st_sub_of(s, k)->version[MBK_STAGE_REPORT];
+        mbk_clear_error();
+        rc = op(b->impl, &b->ctx, s);
+        if (rc == 0 && st_sub_of(s, k)->version[MBK_STAGE_REPORT] != before && g > MBK_STAGE_INSTANCE)
+            rc = mbk_set_error(MBK_EUSER, "it changed a state variable; realize ops of Time and "
+                                          "later may write only cache entries");
         if (rc != 0) {
-            rc = op_failure(sys, k, g, rc);
+            char what[64];
+            snprintf(what, sizeof what, "realize %s", mbk_stage_name((mbk_stage)g));
+            rc = op_failure(sys, k, what, rc);
             st_hdr_of(s)->alloc_stage = MBK_STAGE_EMPTY;
+            st_hdr_of(s)->realizing = MBK_STAGE_EMPTY;
             if (g > MBK_STAGE_TOPOLOGY) mbk_state_invalidate(s, (mbk_stage)g);
             return rc;
         }
@@ -194,6 +214,7 @@ static int realize_stage(const mbk_system *sys, mbk_state *s, int g)
     }
     st_hdr *h = st_hdr_of(s);
     h->alloc_stage = MBK_STAGE_EMPTY;
+    h->realizing = MBK_STAGE_EMPTY;
     if (sys->nsub == 0) h->stage = g;
     else st_update_stage(s);
     return MBK_OK;
@@ -223,6 +244,9 @@ int mbk_system_realize_topology(mbk_system *sys)
 
 const mbk_state *mbk_system_get_default_state(const mbk_system *sys)
 {
+    if (!sys) mbk_set_error(MBK_EINVAL, "mbk_system_get_default_state: system is NULL");
+    else if (!sys->topology_realized)
+        mbk_set_error(MBK_ESTAGE, "mbk_system_get_default_state: call mbk_system_realize_topology first");
     return sys && sys->topology_realized ? sys->default_state : NULL;
 }
 
@@ -292,10 +316,11 @@ int mbk_system_calc_energy(const mbk_system *sys, const mbk_state *s, double *ki
     double ke = 0.0, pe = 0.0;
     for (int k = 0; k < sys->nsub; ++k) {
         const sys_sub *b = sys->subs[k];
+        mbk_clear_error();
         if (kinetic && b->ops.calc_kinetic_energy) rc = b->ops.calc_kinetic_energy(b->impl, &b->ctx, s, &ke);
         if (rc == 0 && potential && b->ops.calc_potential_energy)
             rc = b->ops.calc_potential_energy(b->impl, &b->ctx, s, &pe);
-        if (rc != 0) return op_failure(sys, k, MBK_STAGE_REPORT, rc);
+        if (rc != 0) return op_failure(sys, k, "calculate its energy", rc);
     }
     if (kinetic) *kinetic = ke;
     if (potential) *potential = pe;
@@ -308,8 +333,15 @@ int mbk_system_calc_ydot(const mbk_system *sys, mbk_state *s, double t, const do
     if (!ydot) return mbk_set_error(MBK_EINVAL, "mbk_system_calc_ydot: ydot is NULL");
     int rc = mbk_system_realize(sys, s, MBK_STAGE_MODEL);
     if (rc < 0) return rc;
+    /* Check everything before changing anything: a refused call leaves the State alone. */
+    int ny = mbk_state_get_ny(s);
+    if (!isfinite(t)) return mbk_set_error(MBK_ENOTFINITE, "mbk_system_calc_ydot: t = %g is not finite", t);
+    for (int i = 0; y && i < ny; ++i)
+        if (!isfinite(y[i]))
+            return mbk_set_error(MBK_ENOTFINITE, "mbk_system_calc_ydot: y[%d] = %g is not finite; "
+                                 "the State was not changed", i, y[i]);
     if (t != mbk_state_get_time(s) && (rc = mbk_state_set_time(s, t)) < 0) return rc;
-    if (y && (rc = mbk_state_set_y(s, y, mbk_state_get_ny(s))) < 0) return rc;
+    if (y && (rc = mbk_state_set_y(s, y, ny)) < 0) return rc;
     rc = mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION);
     if (rc < 0) return rc;
     memcpy(ydot, mbk_state_get_ydot(s), (size_t)mbk_state_get_ny(s) * sizeof(double));
