@@ -825,6 +825,22 @@ int mbk_state_allocate_q(mbk_state *s, int k, int n, const double *init) { retur
 int mbk_state_allocate_u(mbk_state *s, int k, int n, const double *init) { return alloc_doubles(s, k, n, init, EDIT_U, "mbk_state_allocate_u"); }
 int mbk_state_allocate_z(mbk_state *s, int k, int n, const double *init) { return alloc_doubles(s, k, n, init, EDIT_Z, "mbk_state_allocate_z"); }
 
+/* Rebuild with one more discrete variable or cache entry; returns its index. */
+static int add_value(mbk_state *s, edit_kind kind, int sub, int stage_a, int stage_b,
+                     const mbk_value_type *type, const void *init, int index)
+{
+    st_edit e;
+    memset(&e, 0, sizeof e);
+    e.kind = kind;
+    e.sub = sub;
+    e.stage_a = stage_a;
+    e.stage_b = stage_b;
+    e.type = type;
+    e.vinit = init;
+    int rc = st_rebuild(s, &e);
+    return rc < 0 ? rc : index;
+}
+
 int mbk_state_allocate_discrete(mbk_state *s, int sub, mbk_stage invalidates,
                                 const mbk_value_type *type, const void *init)
 {
@@ -839,16 +855,7 @@ int mbk_state_allocate_discrete(mbk_state *s, int sub, mbk_stage invalidates,
                              "stage up to Report, not %s",
                              fn, mbk_stage_name((mbk_stage)a), mbk_stage_name(invalidates));
     if (mbk_value_type_check(type) < 0) return mbk_last_status();
-    st_edit e;
-    memset(&e, 0, sizeof e);
-    e.kind = EDIT_DISC;
-    e.sub = sub;
-    e.stage_a = (int)invalidates;
-    e.type = type;
-    e.vinit = init;
-    int index = b->ndisc;
-    int rc = st_rebuild(s, &e);
-    return rc < 0 ? rc : index;
+    return add_value(s, EDIT_DISC, sub, (int)invalidates, 0, type, init, b->ndisc);
 }
 
 int mbk_state_allocate_cache(mbk_state *s, int sub, mbk_stage depends_on, mbk_stage computed_by,
@@ -865,17 +872,7 @@ int mbk_state_allocate_cache(mbk_state *s, int sub, mbk_stage depends_on, mbk_st
                              "depends_on <= Report",
                              fn, mbk_stage_name(depends_on), mbk_stage_name(computed_by));
     if (mbk_value_type_check(type) < 0) return mbk_last_status();
-    st_edit e;
-    memset(&e, 0, sizeof e);
-    e.kind = EDIT_CACHE;
-    e.sub = sub;
-    e.stage_a = (int)depends_on;
-    e.stage_b = (int)computed_by;
-    e.type = type;
-    e.vinit = init;
-    int index = b->ncache;
-    int rc = st_rebuild(s, &e);
-    return rc < 0 ? rc : index;
+    return add_value(s, EDIT_CACHE, sub, (int)depends_on, (int)computed_by, type, init, b->ncache);
 }
 
 int mbk_state_allocate_lazy_cache(mbk_state *s, int subsystem, mbk_stage depends_on,
