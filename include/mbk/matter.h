@@ -73,7 +73,7 @@ int mbk_matter_set_body_q_to_fit_transform(const mbk_matter *m, mbk_state *s, in
 /* Set a body's u so that V_FM best fits the given velocity (Position; invalidates Velocity). */
 int mbk_matter_set_body_u_to_fit_velocity(const mbk_matter *m, mbk_state *s, int body,
                                           const mbk_spatial_vec *V_FM);
-/* Mass matrix, nu x nu row-major (Position). */
+/* Mass matrix, nu x nu row-major, by the composite-rigid-body algorithm in O(n depth) (Position). */
 int mbk_matter_calc_mass_matrix(const mbk_matter *m, const mbk_state *s, double *M);
 /* Mv = M v in O(n) (Position). */
 int mbk_matter_multiply_by_M(const mbk_matter *m, const mbk_state *s, const double *v, double *Mv);
@@ -88,6 +88,42 @@ int mbk_matter_calc_residual_force(const mbk_matter *m, const mbk_state *s,
                                    double *residual);
 /* Kinetic energy 0.5 u^T M u (Velocity). */
 int mbk_matter_calc_kinetic_energy(const mbk_matter *m, const mbk_state *s, double *ke);
+
+/* ---- Jacobians: V_GB of every body (Ground first) = J u ---- */
+/* System Jacobian J, (6 nb) x nu row-major: rows 6b..6b+5 give (w, v) of body b (Position). */
+int mbk_matter_calc_system_jacobian(const mbk_matter *m, const mbk_state *s, double *J);
+/* J u: the body velocities u would give, nb spatial vectors, in O(n) (Position). */
+int mbk_matter_multiply_by_system_jacobian(const mbk_matter *m, const mbk_state *s,
+                                           const double *u, mbk_spatial_vec *Ju);
+/* J^T F: generalized forces of body spatial forces F (nb, Ground's ignored), O(n) (Position). */
+int mbk_matter_multiply_by_system_jacobian_transpose(const mbk_matter *m, const mbk_state *s,
+                                                     const mbk_spatial_vec *F, double *JtF);
+/* Station Jacobian, 3 x nu row-major: velocity in G of the body-fixed point station_B (Position). */
+int mbk_matter_calc_station_jacobian(const mbk_matter *m, const mbk_state *s, int body,
+                                     mbk_vec3 station_B, double *JS);
+
+/* ---- stations: points fixed on a body, given in B ---- */
+/* Location in G (Position). */
+int mbk_matter_get_station_location(const mbk_matter *m, const mbk_state *s, int body,
+                                    mbk_vec3 station_B, mbk_vec3 *p_G);
+/* Velocity in G (Velocity). */
+int mbk_matter_get_station_velocity(const mbk_matter *m, const mbk_state *s, int body,
+                                    mbk_vec3 station_B, mbk_vec3 *v_G);
+/* Acceleration in G (Acceleration). */
+int mbk_matter_get_station_acceleration(const mbk_matter *m, const mbk_state *s, int body,
+                                        mbk_vec3 station_B, mbk_vec3 *a_G);
+
+/* ---- whole-system quantities ---- */
+/* Sum of the body masses (a topology property: needs no State). */
+double mbk_matter_get_total_mass(const mbk_matter *m);
+/* Mass properties of one body as given to mbk_matter_add_body (Ground: zero mass). */
+int mbk_matter_get_body_mass_props(const mbk_matter *m, int body, mbk_mass_props *mp);
+/* Centre of mass of the whole system in G (Position). */
+int mbk_matter_calc_mass_center_location(const mbk_matter *m, const mbk_state *s, mbk_vec3 *p_G);
+/* Velocity of the system's centre of mass in G (Velocity). */
+int mbk_matter_calc_mass_center_velocity(const mbk_matter *m, const mbk_state *s, mbk_vec3 *v_G);
+/* Spatial momentum: (angular momentum about Ground's origin, linear momentum), in G (Velocity). */
+int mbk_matter_calc_system_momentum(const mbk_matter *m, const mbk_state *s, mbk_spatial_vec *h);
 
 #ifdef __cplusplus
 }

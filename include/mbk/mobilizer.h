@@ -11,6 +11,7 @@
 #define MBK_MOBILIZER_H
 
 #include <stdbool.h>
+#include "mbk/function.h"
 #include "mbk/spatial.h"
 
 #ifdef __cplusplus
@@ -74,6 +75,27 @@ mbk_mobilizer mbk_mobilizer_translation(void);
 mbk_mobilizer mbk_mobilizer_ball(void);
 /* Ball then p_FM: q = (quaternion or angles, p_FM); u = (w_FM, v_FM) in F. */
 mbk_mobilizer mbk_mobilizer_free(void);
+/* Rotation q about z with translation pitch*q along z (pitch: length per radian). */
+mbk_mobilizer mbk_mobilizer_screw(double pitch);
+/* Rotation q0 about F's x, then q1 about the new y; u = qdot. */
+mbk_mobilizer mbk_mobilizer_universal(void);
+/* Rotation q0 about z and translation q1 along z; u = qdot. */
+mbk_mobilizer mbk_mobilizer_cylinder(void);
+/* Rotation q0 about z, then translation (q1, q2) along F's x and y; u = qdot. */
+mbk_mobilizer mbk_mobilizer_planar(void);
+/* Body-fixed XYZ angles (3 q); u = qdot (singular at q1 = +-pi/2). */
+mbk_mobilizer mbk_mobilizer_gimbal(void);
+/* Body-fixed XYZ angles then p_FM in F (6 q); u = qdot. */
+mbk_mobilizer mbk_mobilizer_bushing(void);
+/* Six functions of q: rotations about axes[0..2] (applied in that order,
+   each about the already-rotated frame's axis... see docs/matter.md), then
+   translations along axes[3..5] in F; function i reads the q listed in
+   coord_indices[i] (n_coords[i] of them); qdot = u, nu = nq. The mobilizer
+   takes ownership of the functions. On bad input returns {NULL, NULL} with
+   MBK_EINVAL recorded (and destroys the functions). */
+mbk_mobilizer mbk_mobilizer_function_based(int nq, const mbk_function fns[6],
+                                           const int *const coord_indices[6],
+                                           const int n_coords[6], const mbk_vec3 axes[6]);
 /* A custom mobilizer from an ops table; impl is owned by the System once added. */
 mbk_mobilizer mbk_mobilizer_custom(const mbk_mobilizer_ops *ops, void *impl);
 /* Number of q of a mobilizer in the given mode. */

@@ -12,85 +12,14 @@
 #include "mbk/matter.h"
 #include "mbk/status.h"
 
-/* Topology data of one body. */
-typedef struct mt_body {
-    int parent;            /* parent body index (-1 for Ground) */
-    mbk_transform X_PF;    /* F on the parent */
-    mbk_transform X_MB;    /* B in M (inverse of the X_BM given) */
-    mbk_spatial_mat M_B;   /* spatial inertia about B's origin, in B */
-    double mass;           /* body mass */
-    mbk_vec3 com;          /* centre of mass from B's origin, in B */
-    mbk_mobilizer mob;     /* the joint */
-    int nu, u0;            /* u count and start (independent of the Euler choice) */
-} mt_body;
-
-/* Position-stage results of one body. */
-typedef struct mt_pos {
-    mbk_transform X_GB;    /* pose in Ground */
-    mbk_mat33 R_GF;        /* orientation of the mobilizer's F frame in Ground */
-    mbk_vec3 r_PB;         /* parent origin to body origin, in G */
-    mbk_vec3 p_MB_F;       /* M origin to B origin, in F */
-    mbk_spatial_mat M_G;   /* spatial inertia about B's origin, in G */
-    mbk_vec3 c_G;          /* centre of mass from B's origin, in G */
-} mt_pos;
-
-/* Velocity-stage results of one body. */
-typedef struct mt_vel {
-    mbk_spatial_vec V_GB;  /* velocity of B's origin in G */
-    mbk_spatial_vec a_c;   /* velocity-product ("coriolis") acceleration */
-    mbk_spatial_vec b;     /* gyroscopic force (w x I_o w, m w x (w x c)) */
-} mt_vel;
-
-/* Articulated-body results of one body (depend on q only). */
-typedef struct mt_abi {
-    mbk_spatial_mat P;     /* articulated inertia about B's origin, in G */
-    double Dinv[MBK_MOBILIZER_MAX_U * MBK_MOBILIZER_MAX_U]; /* (H^T P H)^-1, nu x nu */
-    mbk_spatial_vec G[MBK_MOBILIZER_MAX_U];                 /* P H D^-1, nu columns */
-} mt_abi;
-
-enum { C_QLAYOUT, C_QN, C_POS, C_H, C_VEL, C_ABI, C_FORCES, C_ACC, C_SCRATCH, NUM_CACHE };
-
-struct mbk_matter {
-    mbk_system *sys;       /* owning System */
-    int sub;               /* subsystem index */
-    mt_body *bodies;       /* bodies[0] is Ground */
-    int nb, cap;           /* body count (with Ground) and capacity */
-    int nu;                /* total u */
-    int euler_var;         /* discrete variable (Model): use Euler angles */
-    int cache[NUM_CACHE];  /* cache entry indices (allocated at Topology) */
-};
-
-/* ------------------------------------------------------------------ */
-/* Cache access                                                         */
-/* ------------------------------------------------------------------ */
-
-static void *cache(const mbk_matter *m, const mbk_state *s, int which)
-{
-    return mbk_state_upd_cache(s, m->sub, m->cache[which]);
-}
-
-/* Per body: q start and q count within matter's q (Model stage). */
-static int *qlayout(const mbk_matter *m, const mbk_state *s) { return cache(m, s, C_QLAYOUT); }
-
-static bool use_euler(const mbk_matter *m, const mbk_state *s)
-{
-    return *(const bool *)mbk_state_get_discrete(s, m->sub, m->euler_var);
-}
-
-static void *vec_of(void *base, size_t off) { return (char *)base + off; }
-
-/* Sizes of the cache blobs; forces = body forces (nb) then mobility forces (nu). */
-static size_t forces_bytes(const mbk_matter *m)
-{
-    return (size_t)m->nb * sizeof(mbk_spatial_vec) + (size_t)(m->nu + 1) * sizeof(double);
-}
+#include "matter_impl.h"
 
 /* ------------------------------------------------------------------ */
 /* Checks shared by the public readers                                  */
 /* ------------------------------------------------------------------ */
 
 /* MBK_OK if (m, s) are usable and matter is realized to `stage`. */
-static int need(const mbk_matter *m, const mbk_state *s, mbk_stage stage, const char *fn)
+int mt_need(const mbk_matter *m, const mbk_state *s, mbk_stage stage, const char *fn)
 {
     if (!m) return mbk_set_error(MBK_EINVAL, "%s: matter is NULL", fn);
     int rc = mbk_system_check_state(m->sys, s);
@@ -102,7 +31,7 @@ static int need(const mbk_matter *m, const mbk_state *s, mbk_stage stage, const 
     return MBK_OK;
 }
 
-static int need_body(const mbk_matter *m, int body, const char *fn)
+int mt_need_body(const mbk_matter *m, int body, const char *fn)
 {
     if (body < 0 || body >= m->nb)
         return mbk_set_error(MBK_EINVAL, "%s: body %d is out of range; there are %d (Ground = 0)",
@@ -186,7 +115,7 @@ int mbk_matter_get_num_bodies(const mbk_matter *m) { return m ? m->nb : 0; }
 
 int mbk_matter_get_parent(const mbk_matter *m, int body)
 {
-    if (!m || need_body(m, body, "mbk_matter_get_parent") < 0) return -1;
+    if (!m || mt_need_body(m, body, "mbk_matter_get_parent") < 0) return -1;
     return m->bodies[body].parent;
 }
 
@@ -214,6 +143,7 @@ static int mt_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         [C_ACC] = {MBK_STAGE_ACCELERATION, MBK_STAGE_ACCELERATION, 2 * (size_t)m->nb * sizeof(mbk_spatial_vec)},
         /* work space of the operators: never valid, only written and read within one call */
         [C_SCRATCH] = {MBK_STAGE_TOPOLOGY, MBK_STAGE_INFINITY, 2 * (size_t)m->nb * sizeof(mbk_spatial_vec)},
+        [C_SCRATCH_MAT] = {MBK_STAGE_TOPOLOGY, MBK_STAGE_INFINITY, (size_t)m->nb * sizeof(mbk_spatial_mat)},
     };
     for (int i = 0; i < NUM_CACHE; ++i) {
         mbk_value_type t = mbk_value_bytes(spec[i].bytes, 64);
@@ -253,9 +183,9 @@ static int mt_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     bool euler = use_euler(m, s);
     const int *lay = qlayout(m, s);
     const double *q = mbk_state_get_subsystem_q(s, m->sub);
-    double *qn = cache(m, s, C_QN);
-    mt_pos *pos = cache(m, s, C_POS);
-    mbk_spatial_vec *H = cache(m, s, C_H);
+    double *qn = mt_cache(m, s, C_QN);
+    mt_pos *pos = mt_cache(m, s, C_POS);
+    mbk_spatial_vec *H = mt_cache(m, s, C_H);
     pos[0].X_GB = mbk_transform_identity();
     pos[0].M_G = mbk_spatial_mat_zero();
     for (int i = 1; i < m->nb; ++i) {
@@ -297,12 +227,12 @@ static mbk_spatial_vec coriolis(const mbk_matter *m, const mbk_state *s, int i, 
                                 const mbk_spatial_vec *V_GP, const mbk_spatial_vec *V_rel)
 {
     const mt_body *b = &m->bodies[i];
-    const mt_pos *p = &((const mt_pos *)cache(m, s, C_POS))[i];
+    const mt_pos *p = &((const mt_pos *)mt_cache(m, s, C_POS))[i];
     mbk_vec3 w = V_GP->w;
     /* d/dt of H (taken in F) times u, shifted from M's origin to B's. */
     mbk_spatial_vec hd = mbk_spatial_vec_zero();
     if (b->mob.ops->calc_Hdot_u) {
-        const double *qb = (const double *)cache(m, s, C_QN) + qlayout(m, s)[2 * i];
+        const double *qb = (const double *)mt_cache(m, s, C_QN) + qlayout(m, s)[2 * i];
         const double *ub = mbk_state_get_subsystem_u(s, m->sub) + b->u0;
         b->mob.ops->calc_Hdot_u(b->mob.impl, euler, qb, ub, &hd);
     }
@@ -336,10 +266,10 @@ static int mt_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     bool euler = use_euler(m, s);
     const int *lay = qlayout(m, s);
     const double *u = mbk_state_get_subsystem_u(s, m->sub);
-    const double *qn = cache(m, s, C_QN);
-    const mt_pos *pos = cache(m, s, C_POS);
-    const mbk_spatial_vec *H = cache(m, s, C_H);
-    mt_vel *vel = cache(m, s, C_VEL);
+    const double *qn = mt_cache(m, s, C_QN);
+    const mt_pos *pos = mt_cache(m, s, C_POS);
+    const mbk_spatial_vec *H = mt_cache(m, s, C_H);
+    mt_vel *vel = mt_cache(m, s, C_VEL);
     double *qdot = mbk_state_upd_subsystem_qdot(s, m->sub);
     memset(&vel[0], 0, sizeof vel[0]);
     for (int i = 1; i < m->nb; ++i) {
@@ -384,12 +314,12 @@ static int small_inverse(double *A, int n)
 }
 
 /* Articulated-body inertias, tip to base; computed once per Position realization. */
-static int realize_abi(const mbk_matter *m, const mbk_state *s)
+int mt_realize_abi(const mbk_matter *m, const mbk_state *s)
 {
     if (mbk_state_is_cache_realized(s, m->sub, m->cache[C_ABI])) return MBK_OK;
-    const mt_pos *pos = cache(m, s, C_POS);
-    const mbk_spatial_vec *H = cache(m, s, C_H);
-    mt_abi *abi = cache(m, s, C_ABI);
+    const mt_pos *pos = mt_cache(m, s, C_POS);
+    const mbk_spatial_vec *H = mt_cache(m, s, C_H);
+    mt_abi *abi = mt_cache(m, s, C_ABI);
     for (int i = 0; i < m->nb; ++i) abi[i].P = pos[i].M_G;
     for (int i = m->nb - 1; i >= 1; --i) {
         const mt_body *b = &m->bodies[i];
@@ -421,20 +351,20 @@ static int mt_dynamics(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 {
     (void)c;
     const mbk_matter *m = impl;
-    memset(cache(m, s, C_FORCES), 0, forces_bytes(m));
-    return realize_abi(m, s) < 0 ? MBK_ESINGULAR : 0;
+    memset(mt_cache(m, s, C_FORCES), 0, forces_bytes(m));
+    return mt_realize_abi(m, s) < 0 ? MBK_ESINGULAR : 0;
 }
 
 /* The articulated-body sweeps: udot from mobility forces tau, body forces F
    and (when with_velocity) the velocity terms. A and z are scratch arrays. */
-static void aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
+void mt_aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
                       const mbk_spatial_vec *F, bool with_velocity, mbk_spatial_vec *A,
                       mbk_spatial_vec *z, double *udot)
 {
-    const mt_pos *pos = cache(m, s, C_POS);
-    const mt_vel *vel = with_velocity ? cache(m, s, C_VEL) : NULL;
-    const mbk_spatial_vec *H = cache(m, s, C_H);
-    const mt_abi *abi = cache(m, s, C_ABI);
+    const mt_pos *pos = mt_cache(m, s, C_POS);
+    const mt_vel *vel = with_velocity ? mt_cache(m, s, C_VEL) : NULL;
+    const mbk_spatial_vec *H = mt_cache(m, s, C_H);
+    const mt_abi *abi = mt_cache(m, s, C_ABI);
     double eps[MBK_MOBILIZER_MAX_U * 1];
     for (int i = 0; i < m->nb; ++i) z[i] = mbk_spatial_vec_zero();
     /* tip to base: articulated bias forces */
@@ -475,14 +405,14 @@ static int mt_acceleration(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     (void)c;
     const mbk_matter *m = impl;
     bool euler = use_euler(m, s);
-    const mbk_spatial_vec *F = cache(m, s, C_FORCES);
-    const double *tau = (const double *)vec_of(cache(m, s, C_FORCES), (size_t)m->nb * sizeof(mbk_spatial_vec));
-    mbk_spatial_vec *A = cache(m, s, C_ACC), *z = A + m->nb;
+    const mbk_spatial_vec *F = mt_cache(m, s, C_FORCES);
+    const double *tau = (const double *)vec_of(mt_cache(m, s, C_FORCES), (size_t)m->nb * sizeof(mbk_spatial_vec));
+    mbk_spatial_vec *A = mt_cache(m, s, C_ACC), *z = A + m->nb;
     double *udot = mbk_state_upd_subsystem_udot(s, m->sub);
-    aba_solve(m, s, tau, F, true, A, z, udot);
+    mt_aba_solve(m, s, tau, F, true, A, z, udot);
     /* qdotdot from udot through each mobilizer's N and NDot */
     const int *lay = qlayout(m, s);
-    const double *qn = cache(m, s, C_QN), *u = mbk_state_get_subsystem_u(s, m->sub);
+    const double *qn = mt_cache(m, s, C_QN), *u = mbk_state_get_subsystem_u(s, m->sub);
     double *qdd = mbk_state_upd_subsystem_qdotdot(s, m->sub);
     for (int i = 1; i < m->nb; ++i) {
         const mt_body *b = &m->bodies[i];
@@ -569,8 +499,8 @@ static void *forces_of(const mbk_system *sys, const mbk_state *s, int which, boo
         mbk_set_error(MBK_EINVAL, "system has no matter subsystem; create it with mbk_multibody_create");
         return NULL;
     }
-    if (need(m, s, for_read ? MBK_STAGE_DYNAMICS : MBK_STAGE_VELOCITY, "force accumulators") < 0) return NULL;
-    char *base = cache(m, s, C_FORCES);
+    if (mt_need(m, s, for_read ? MBK_STAGE_DYNAMICS : MBK_STAGE_VELOCITY, "force accumulators") < 0) return NULL;
+    char *base = mt_cache(m, s, C_FORCES);
     return which ? base + (size_t)m->nb * sizeof(mbk_spatial_vec) : base;
 }
 
@@ -599,8 +529,8 @@ bool mbk_matter_get_use_euler_angles(const mbk_matter *m, const mbk_state *s)
 /* which: 0 nq, 1 nu, 2 q start, 3 u start. */
 static int body_size(const mbk_matter *m, const mbk_state *s, int body, int which, const char *fn)
 {
-    int rc = need(m, s, MBK_STAGE_MODEL, fn);
-    if (rc < 0 || (rc = need_body(m, body, fn)) < 0) return rc;
+    int rc = mt_need(m, s, MBK_STAGE_MODEL, fn);
+    if (rc < 0 || (rc = mt_need_body(m, body, fn)) < 0) return rc;
     const int *lay = qlayout(m, s);
     const int v[4] = {lay[2 * body + 1], m->bodies[body].nu, lay[2 * body], m->bodies[body].u0};
     return v[which];
@@ -614,38 +544,38 @@ int mbk_matter_get_body_u_start(const mbk_matter *m, const mbk_state *s, int b) 
 int mbk_matter_get_body_transform(const mbk_matter *m, const mbk_state *s, int body, mbk_transform *X_GB)
 {
     const char *fn = "mbk_matter_get_body_transform";
-    int rc = need(m, s, MBK_STAGE_POSITION, fn);
-    if (rc < 0 || (rc = need_body(m, body, fn)) < 0) return rc;
+    int rc = mt_need(m, s, MBK_STAGE_POSITION, fn);
+    if (rc < 0 || (rc = mt_need_body(m, body, fn)) < 0) return rc;
     if (!X_GB) return mbk_set_error(MBK_EINVAL, "%s: output is NULL", fn);
-    *X_GB = ((const mt_pos *)cache(m, s, C_POS))[body].X_GB;
+    *X_GB = ((const mt_pos *)mt_cache(m, s, C_POS))[body].X_GB;
     return MBK_OK;
 }
 
 int mbk_matter_get_body_velocity(const mbk_matter *m, const mbk_state *s, int body, mbk_spatial_vec *V_GB)
 {
     const char *fn = "mbk_matter_get_body_velocity";
-    int rc = need(m, s, MBK_STAGE_VELOCITY, fn);
-    if (rc < 0 || (rc = need_body(m, body, fn)) < 0) return rc;
+    int rc = mt_need(m, s, MBK_STAGE_VELOCITY, fn);
+    if (rc < 0 || (rc = mt_need_body(m, body, fn)) < 0) return rc;
     if (!V_GB) return mbk_set_error(MBK_EINVAL, "%s: output is NULL", fn);
-    *V_GB = ((const mt_vel *)cache(m, s, C_VEL))[body].V_GB;
+    *V_GB = ((const mt_vel *)mt_cache(m, s, C_VEL))[body].V_GB;
     return MBK_OK;
 }
 
 int mbk_matter_get_body_acceleration(const mbk_matter *m, const mbk_state *s, int body, mbk_spatial_vec *A_GB)
 {
     const char *fn = "mbk_matter_get_body_acceleration";
-    int rc = need(m, s, MBK_STAGE_ACCELERATION, fn);
-    if (rc < 0 || (rc = need_body(m, body, fn)) < 0) return rc;
+    int rc = mt_need(m, s, MBK_STAGE_ACCELERATION, fn);
+    if (rc < 0 || (rc = mt_need_body(m, body, fn)) < 0) return rc;
     if (!A_GB) return mbk_set_error(MBK_EINVAL, "%s: output is NULL", fn);
-    *A_GB = ((const mbk_spatial_vec *)cache(m, s, C_ACC))[body];
+    *A_GB = ((const mbk_spatial_vec *)mt_cache(m, s, C_ACC))[body];
     return MBK_OK;
 }
 
 int mbk_matter_set_body_q_to_fit_transform(const mbk_matter *m, mbk_state *s, int body, const mbk_transform *X_FM)
 {
     const char *fn = "mbk_matter_set_body_q_to_fit_transform";
-    int rc = need(m, s, MBK_STAGE_MODEL, fn);
-    if (rc < 0 || (rc = need_body(m, body, fn)) < 0) return rc;
+    int rc = mt_need(m, s, MBK_STAGE_MODEL, fn);
+    if (rc < 0 || (rc = mt_need_body(m, body, fn)) < 0) return rc;
     const mbk_mobilizer *mob = &m->bodies[body].mob;
     if (!X_FM || !transform_ok(X_FM)) return mbk_set_error(MBK_EINVAL, "%s: X_FM must be a finite rigid transform", fn);
     if (!mob->ops->set_q_to_fit_transform)
@@ -661,110 +591,18 @@ int mbk_matter_set_body_q_to_fit_transform(const mbk_matter *m, mbk_state *s, in
 int mbk_matter_set_body_u_to_fit_velocity(const mbk_matter *m, mbk_state *s, int body, const mbk_spatial_vec *V_FM)
 {
     const char *fn = "mbk_matter_set_body_u_to_fit_velocity";
-    int rc = need(m, s, MBK_STAGE_POSITION, fn);
-    if (rc < 0 || (rc = need_body(m, body, fn)) < 0) return rc;
+    int rc = mt_need(m, s, MBK_STAGE_POSITION, fn);
+    if (rc < 0 || (rc = mt_need_body(m, body, fn)) < 0) return rc;
     const mbk_mobilizer *mob = &m->bodies[body].mob;
     if (!V_FM) return mbk_set_error(MBK_EINVAL, "%s: V_FM is NULL", fn);
     if (!mob->ops->set_u_to_fit_velocity)
         return mbk_set_error(MBK_EINVAL, "%s: mobilizer '%s' cannot fit a velocity", fn, mob->ops->name);
     double ub[MBK_MOBILIZER_MAX_U];
-    const double *qn = (const double *)cache(m, s, C_QN) + qlayout(m, s)[2 * body];
+    const double *qn = (const double *)mt_cache(m, s, C_QN) + qlayout(m, s)[2 * body];
     rc = mob->ops->set_u_to_fit_velocity(mob->impl, use_euler(m, s), qn, V_FM, ub);
     if (rc < 0) return rc;
     memcpy(mbk_state_upd_subsystem_u(s, m->sub) + m->bodies[body].u0, ub, (size_t)m->bodies[body].nu * sizeof(double));
     return MBK_OK;
 }
 
-/* Recursive Newton-Euler: residual = M udot (+ C if with_velocity) - tau - J^T F.
-   A and Fb are scratch arrays of nb spatial vectors. */
-static void rnea(const mbk_matter *m, const mbk_state *s, const double *udot, const double *tau,
-                 const mbk_spatial_vec *F, bool with_velocity, mbk_spatial_vec *A,
-                 mbk_spatial_vec *Fb, double *residual)
-{
-    const mt_pos *pos = cache(m, s, C_POS);
-    const mt_vel *vel = with_velocity ? cache(m, s, C_VEL) : NULL;
-    const mbk_spatial_vec *H = cache(m, s, C_H);
-    A[0] = mbk_spatial_vec_zero();
-    for (int i = 1; i < m->nb; ++i) {
-        const mt_body *b = &m->bodies[i];
-        mbk_spatial_vec Ai = mbk_spatial_shift_motion(A[b->parent], pos[i].r_PB);
-        if (vel) Ai = mbk_spatial_vec_add(Ai, vel[i].a_c);
-        for (int j = 0; udot && j < b->nu; ++j) Ai = mbk_spatial_vec_add(Ai, mbk_spatial_vec_scale(H[b->u0 + j], udot[b->u0 + j]));
-        A[i] = Ai;
-        Fb[i] = mbk_spatial_mat_mul_vec(pos[i].M_G, Ai);
-        if (vel) Fb[i] = mbk_spatial_vec_add(Fb[i], vel[i].b);
-        if (F) Fb[i] = mbk_spatial_vec_sub(Fb[i], F[i]);
-    }
-    for (int i = m->nb - 1; i >= 1; --i) {
-        const mt_body *b = &m->bodies[i];
-        for (int j = 0; j < b->nu; ++j)
-            residual[b->u0 + j] = mbk_spatial_vec_dot(H[b->u0 + j], Fb[i]) - (tau ? tau[b->u0 + j] : 0.0);
-        if (b->parent > 0)
-            Fb[b->parent] = mbk_spatial_vec_add(Fb[b->parent], mbk_spatial_shift_force(Fb[i], mbk_vec3_neg(pos[i].r_PB)));
-    }
-}
 
-int mbk_matter_multiply_by_M(const mbk_matter *m, const mbk_state *s, const double *v, double *Mv)
-{
-    int rc = need(m, s, MBK_STAGE_POSITION, "mbk_matter_multiply_by_M");
-    if (rc < 0) return rc;
-    if (!v || !Mv) return mbk_set_error(MBK_EINVAL, "mbk_matter_multiply_by_M: v and Mv must not be NULL");
-    mbk_spatial_vec *w = cache(m, s, C_SCRATCH);
-    rnea(m, s, v, NULL, NULL, false, w, w + m->nb, Mv);
-    return MBK_OK;
-}
-
-int mbk_matter_multiply_by_M_inverse(const mbk_matter *m, const mbk_state *s, const double *v, double *Minv_v)
-{
-    int rc = need(m, s, MBK_STAGE_POSITION, "mbk_matter_multiply_by_M_inverse");
-    if (rc < 0) return rc;
-    if (!v || !Minv_v) return mbk_set_error(MBK_EINVAL, "mbk_matter_multiply_by_M_inverse: v and Minv_v must not be NULL");
-    if ((rc = realize_abi(m, s)) < 0) return rc;
-    mbk_spatial_vec *w = cache(m, s, C_SCRATCH);
-    aba_solve(m, s, v, NULL, false, w, w + m->nb, Minv_v);
-    return MBK_OK;
-}
-
-int mbk_matter_calc_mass_matrix(const mbk_matter *m, const mbk_state *s, double *M)
-{
-    int rc = need(m, s, MBK_STAGE_POSITION, "mbk_matter_calc_mass_matrix");
-    if (rc < 0) return rc;
-    if (!M) return mbk_set_error(MBK_EINVAL, "mbk_matter_calc_mass_matrix: M is NULL");
-    int n = m->nu;
-    double *e = mbk_calloc((size_t)(2 * n + 1), sizeof(double));
-    if (!e) return MBK_ENOMEM;
-    /* Column j is M e_j (M is symmetric, so rows equal columns). */
-    for (int j = 0; j < n && rc == 0; ++j) {
-        e[j] = 1.0;
-        rc = mbk_matter_multiply_by_M(m, s, e, e + n);
-        for (int i = 0; i < n; ++i) M[i * n + j] = e[n + i];
-        e[j] = 0.0;
-    }
-    mbk_free(e);
-    return rc;
-}
-
-int mbk_matter_calc_residual_force(const mbk_matter *m, const mbk_state *s, const double *mobility_forces,
-                                   const mbk_spatial_vec *body_forces, const double *known_udot, double *residual)
-{
-    int rc = need(m, s, MBK_STAGE_VELOCITY, "mbk_matter_calc_residual_force");
-    if (rc < 0) return rc;
-    if (!residual) return mbk_set_error(MBK_EINVAL, "mbk_matter_calc_residual_force: residual is NULL");
-    mbk_spatial_vec *w = cache(m, s, C_SCRATCH);
-    rnea(m, s, known_udot, mobility_forces, body_forces, true, w, w + m->nb, residual);
-    return MBK_OK;
-}
-
-int mbk_matter_calc_kinetic_energy(const mbk_matter *m, const mbk_state *s, double *ke)
-{
-    int rc = need(m, s, MBK_STAGE_VELOCITY, "mbk_matter_calc_kinetic_energy");
-    if (rc < 0) return rc;
-    if (!ke) return mbk_set_error(MBK_EINVAL, "mbk_matter_calc_kinetic_energy: ke is NULL");
-    const mt_pos *pos = cache(m, s, C_POS);
-    const mt_vel *vel = cache(m, s, C_VEL);
-    double e = 0.0;
-    for (int i = 1; i < m->nb; ++i)
-        e += 0.5 * mbk_spatial_vec_dot(vel[i].V_GB, mbk_spatial_mat_mul_vec(pos[i].M_G, vel[i].V_GB));
-    *ke = e;
-    return MBK_OK;
-}

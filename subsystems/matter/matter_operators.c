@@ -1,0 +1,336 @@
+/* Operators of the matter subsystem on a realized State: mass matrix,
+ * M v, M^-1 v, inverse dynamics, Jacobians, stations, momentum. None of
+ * them allocates: work space lives in scratch cache entries of the State. */
+#include <string.h>
+
+#include "mbk/status.h"
+#include "matter_impl.h"
+
+/* Recursive Newton-Euler: residual = M udot (+ C if with_velocity) - tau - J^T F.
+   A and Fb are scratch arrays of nb spatial vectors. */
+void mt_rnea(const mbk_matter *m, const mbk_state *s, const double *udot, const double *tau,
+                 const mbk_spatial_vec *F, bool with_velocity, mbk_spatial_vec *A,
+                 mbk_spatial_vec *Fb, double *residual)
+{
+    const mt_pos *pos = mt_cache(m, s, C_POS);
+    const mt_vel *vel = with_velocity ? mt_cache(m, s, C_VEL) : NULL;
+    const mbk_spatial_vec *H = mt_cache(m, s, C_H);
+    A[0] = mbk_spatial_vec_zero();
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_body *b = &m->bodies[i];
+        mbk_spatial_vec Ai = mbk_spatial_shift_motion(A[b->parent], pos[i].r_PB);
+        if (vel) Ai = mbk_spatial_vec_add(Ai, vel[i].a_c);
+        for (int j = 0; udot && j < b->nu; ++j) Ai = mbk_spatial_vec_add(Ai, mbk_spatial_vec_scale(H[b->u0 + j], udot[b->u0 + j]));
+        A[i] = Ai;
+        Fb[i] = mbk_spatial_mat_mul_vec(pos[i].M_G, Ai);
+        if (vel) Fb[i] = mbk_spatial_vec_add(Fb[i], vel[i].b);
+        if (F) Fb[i] = mbk_spatial_vec_sub(Fb[i], F[i]);
+    }
+    for (int i = m->nb - 1; i >= 1; --i) {
+        const mt_body *b = &m->bodies[i];
+        for (int j = 0; j < b->nu; ++j)
+            residual[b->u0 + j] = mbk_spatial_vec_dot(H[b->u0 + j], Fb[i]) - (tau ? tau[b->u0 + j] : 0.0);
+        if (b->parent > 0)
+            Fb[b->parent] = mbk_spatial_vec_add(Fb[b->parent], mbk_spatial_shift_force(Fb[i], mbk_vec3_neg(pos[i].r_PB)));
+    }
+}
+
+int mbk_matter_multiply_by_M(const mbk_matter *m, const mbk_state *s, const double *v, double *Mv)
+{
+    int rc = mt_need(m, s, MBK_STAGE_POSITION, "mbk_matter_multiply_by_M");
+    if (rc < 0) return rc;
+    if (!v || !Mv) return mbk_set_error(MBK_EINVAL, "mbk_matter_multiply_by_M: v and Mv must not be NULL");
+    mbk_spatial_vec *w = mt_cache(m, s, C_SCRATCH);
+    mt_rnea(m, s, v, NULL, NULL, false, w, w + m->nb, Mv);
+    return MBK_OK;
+}
+
+int mbk_matter_multiply_by_M_inverse(const mbk_matter *m, const mbk_state *s, const double *v, double *Minv_v)
+{
+    int rc = mt_need(m, s, MBK_STAGE_POSITION, "mbk_matter_multiply_by_M_inverse");
+    if (rc < 0) return rc;
+    if (!v || !Minv_v) return mbk_set_error(MBK_EINVAL, "mbk_matter_multiply_by_M_inverse: v and Minv_v must not be NULL");
+    if ((rc = mt_realize_abi(m, s)) < 0) return rc;
+    mbk_spatial_vec *w = mt_cache(m, s, C_SCRATCH);
+    mt_aba_solve(m, s, v, NULL, false, w, w + m->nb, Minv_v);
+    return MBK_OK;
+}
+
+/* Composite-rigid-body algorithm: composite inertias tip to base, then each
+   body's H columns times its composite inertia, carried up to every ancestor. */
+int mbk_matter_calc_mass_matrix(const mbk_matter *m, const mbk_state *s, double *M)
+{
+    int rc = mt_need(m, s, MBK_STAGE_POSITION, "mbk_matter_calc_mass_matrix");
+    if (rc < 0) return rc;
+    if (!M) return mbk_set_error(MBK_EINVAL, "mbk_matter_calc_mass_matrix: M is NULL");
+    const mt_pos *pos = mt_cache(m, s, C_POS);
+    const mbk_spatial_vec *H = mt_cache(m, s, C_H);
+    mbk_spatial_mat *Ic = mt_cache(m, s, C_SCRATCH_MAT);
+    int n = m->nu;
+    /* Entries between bodies on different branches stay zero. */
+    memset(M, 0, (size_t)n * (size_t)n * sizeof(double));
+    for (int i = 0; i < m->nb; ++i) Ic[i] = pos[i].M_G;
+    for (int i = m->nb - 1; i >= 1; --i) {
+        int p = m->bodies[i].parent;
+        if (p > 0)
+            Ic[p] = mbk_spatial_mat_add(Ic[p], mbk_spatial_inertia_shift(Ic[i], mbk_vec3_neg(pos[i].r_PB)));
+    }
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_body *b = &m->bodies[i];
+        for (int j = 0; j < b->nu; ++j) {
+            int col = b->u0 + j;
+            mbk_spatial_vec F = mbk_spatial_mat_mul_vec(Ic[i], H[col]);
+            for (int r = 0; r < b->nu; ++r) M[(b->u0 + r) * n + col] = mbk_spatial_vec_dot(H[b->u0 + r], F);
+            /* F is the force body i's subtree needs; each ancestor's u feel it. */
+            for (int k = i; m->bodies[k].parent > 0; k = m->bodies[k].parent) {
+                F = mbk_spatial_shift_force(F, mbk_vec3_neg(pos[k].r_PB));
+                const mt_body *a = &m->bodies[m->bodies[k].parent];
+                for (int r = 0; r < a->nu; ++r) {
+                    double v = mbk_spatial_vec_dot(H[a->u0 + r], F);
+                    M[(a->u0 + r) * n + col] = v;
+                    M[col * n + a->u0 + r] = v;
+                }
+            }
+        }
+    }
+    return MBK_OK;
+}
+
+int mbk_matter_calc_residual_force(const mbk_matter *m, const mbk_state *s, const double *mobility_forces,
+                                   const mbk_spatial_vec *body_forces, const double *known_udot, double *residual)
+{
+    int rc = mt_need(m, s, MBK_STAGE_VELOCITY, "mbk_matter_calc_residual_force");
+    if (rc < 0) return rc;
+    if (!residual) return mbk_set_error(MBK_EINVAL, "mbk_matter_calc_residual_force: residual is NULL");
+    mbk_spatial_vec *w = mt_cache(m, s, C_SCRATCH);
+    mt_rnea(m, s, known_udot, mobility_forces, body_forces, true, w, w + m->nb, residual);
+    return MBK_OK;
+}
+
+int mbk_matter_calc_kinetic_energy(const mbk_matter *m, const mbk_state *s, double *ke)
+{
+    int rc = mt_need(m, s, MBK_STAGE_VELOCITY, "mbk_matter_calc_kinetic_energy");
+    if (rc < 0) return rc;
+    if (!ke) return mbk_set_error(MBK_EINVAL, "mbk_matter_calc_kinetic_energy: ke is NULL");
+    const mt_pos *pos = mt_cache(m, s, C_POS);
+    const mt_vel *vel = mt_cache(m, s, C_VEL);
+    double e = 0.0;
+    for (int i = 1; i < m->nb; ++i)
+        e += 0.5 * mbk_spatial_vec_dot(vel[i].V_GB, mbk_spatial_mat_mul_vec(pos[i].M_G, vel[i].V_GB));
+    *ke = e;
+    return MBK_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Jacobians                                                            */
+/* ------------------------------------------------------------------ */
+
+/* Body velocities from u without velocity-product terms, base to tip. */
+static void jacobian_times(const mbk_matter *m, const mbk_state *s, const double *u, mbk_spatial_vec *V)
+{
+    const mt_pos *pos = mt_cache(m, s, C_POS);
+    const mbk_spatial_vec *H = mt_cache(m, s, C_H);
+    V[0] = mbk_spatial_vec_zero();
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_body *b = &m->bodies[i];
+        mbk_spatial_vec v = mbk_spatial_shift_motion(V[b->parent], pos[i].r_PB);
+        for (int j = 0; j < b->nu; ++j) v = mbk_spatial_vec_add(v, mbk_spatial_vec_scale(H[b->u0 + j], u[b->u0 + j]));
+        V[i] = v;
+    }
+}
+
+int mbk_matter_multiply_by_system_jacobian(const mbk_matter *m, const mbk_state *s, const double *u,
+                                           mbk_spatial_vec *Ju)
+{
+    const char *fn = "mbk_matter_multiply_by_system_jacobian";
+    int rc = mt_need(m, s, MBK_STAGE_POSITION, fn);
+    if (rc < 0) return rc;
+    if (!u || !Ju) return mbk_set_error(MBK_EINVAL, "%s: u and Ju must not be NULL", fn);
+    jacobian_times(m, s, u, Ju);
+    return MBK_OK;
+}
+
+int mbk_matter_multiply_by_system_jacobian_transpose(const mbk_matter *m, const mbk_state *s,
+                                                     const mbk_spatial_vec *F, double *JtF)
+{
+    const char *fn = "mbk_matter_multiply_by_system_jacobian_transpose";
+    int rc = mt_need(m, s, MBK_STAGE_POSITION, fn);
+    if (rc < 0) return rc;
+    if (!F || !JtF) return mbk_set_error(MBK_EINVAL, "%s: F and JtF must not be NULL", fn);
+    /* -J^T F is the residual of M 0 - J^T F with no velocity terms. */
+    mbk_spatial_vec *w = mt_cache(m, s, C_SCRATCH);
+    mt_rnea(m, s, NULL, NULL, F, false, w, w + m->nb, JtF);
+    for (int i = 0; i < m->nu; ++i) JtF[i] = -JtF[i];
+    return MBK_OK;
+}
+
+int mbk_matter_calc_system_jacobian(const mbk_matter *m, const mbk_state *s, double *J)
+{
+    const char *fn = "mbk_matter_calc_system_jacobian";
+    int rc = mt_need(m, s, MBK_STAGE_POSITION, fn);
+    if (rc < 0) return rc;
+    if (!J) return mbk_set_error(MBK_EINVAL, "%s: J is NULL", fn);
+    const mt_pos *pos = mt_cache(m, s, C_POS);
+    const mbk_spatial_vec *H = mt_cache(m, s, C_H);
+    int n = m->nu;
+    memset(J, 0, (size_t)6 * (size_t)m->nb * (size_t)n * sizeof(double));
+    /* Column of u_c in body i's row block: H_c shifted from its body to i, for i in c's subtree. */
+    for (int i = 1; i < m->nb; ++i)
+        for (int k = i; k > 0; k = m->bodies[k].parent) {
+            const mt_body *a = &m->bodies[k];
+            mbk_vec3 r = mbk_vec3_sub(pos[i].X_GB.p, pos[k].X_GB.p);
+            for (int j = 0; j < a->nu; ++j) {
+                mbk_spatial_vec c = mbk_spatial_shift_motion(H[a->u0 + j], r);
+                const double *cv = &c.w.x;
+                for (int row = 0; row < 6; ++row) J[(6 * i + row) * n + a->u0 + j] = row < 3 ? cv[row] : (&c.v.x)[row - 3];
+            }
+        }
+    return MBK_OK;
+}
+
+int mbk_matter_calc_station_jacobian(const mbk_matter *m, const mbk_state *s, int body,
+                                     mbk_vec3 station_B, double *JS)
+{
+    const char *fn = "mbk_matter_calc_station_jacobian";
+    int rc = mt_need(m, s, MBK_STAGE_POSITION, fn);
+    if (rc < 0 || (rc = mt_need_body(m, body, fn)) < 0) return rc;
+    if (!JS) return mbk_set_error(MBK_EINVAL, "%s: JS is NULL", fn);
+    const mt_pos *pos = mt_cache(m, s, C_POS);
+    const mbk_spatial_vec *H = mt_cache(m, s, C_H);
+    int n = m->nu;
+    mbk_vec3 p = mbk_transform_apply_point(pos[body].X_GB, station_B);
+    memset(JS, 0, (size_t)3 * (size_t)n * sizeof(double));
+    for (int k = body; k > 0; k = m->bodies[k].parent) {
+        const mt_body *a = &m->bodies[k];
+        mbk_vec3 r = mbk_vec3_sub(p, pos[k].X_GB.p);
+        for (int j = 0; j < a->nu; ++j) {
+            mbk_vec3 v = mbk_spatial_shift_motion(H[a->u0 + j], r).v;
+            JS[0 * n + a->u0 + j] = v.x;
+            JS[1 * n + a->u0 + j] = v.y;
+            JS[2 * n + a->u0 + j] = v.z;
+        }
+    }
+    return MBK_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Stations                                                             */
+/* ------------------------------------------------------------------ */
+
+/* Station offset from the body origin, in G. */
+static mbk_vec3 station_offset(const mbk_matter *m, const mbk_state *s, int body, mbk_vec3 station_B)
+{
+    return mbk_mat33_mul_vec(((const mt_pos *)mt_cache(m, s, C_POS))[body].X_GB.R, station_B);
+}
+
+/* Shared checks of the station readers. */
+static int station_need(const mbk_matter *m, const mbk_state *s, int body, const void *out,
+                        mbk_stage stage, const char *fn)
+{
+    int rc = mt_need(m, s, stage, fn);
+    if (rc < 0 || (rc = mt_need_body(m, body, fn)) < 0) return rc;
+    if (!out) return mbk_set_error(MBK_EINVAL, "%s: output is NULL", fn);
+    return MBK_OK;
+}
+
+int mbk_matter_get_station_location(const mbk_matter *m, const mbk_state *s, int body,
+                                    mbk_vec3 station_B, mbk_vec3 *p_G)
+{
+    int rc = station_need(m, s, body, p_G, MBK_STAGE_POSITION, "mbk_matter_get_station_location");
+    if (rc < 0) return rc;
+    *p_G = mbk_transform_apply_point(((const mt_pos *)mt_cache(m, s, C_POS))[body].X_GB, station_B);
+    return MBK_OK;
+}
+
+int mbk_matter_get_station_velocity(const mbk_matter *m, const mbk_state *s, int body,
+                                    mbk_vec3 station_B, mbk_vec3 *v_G)
+{
+    int rc = station_need(m, s, body, v_G, MBK_STAGE_VELOCITY, "mbk_matter_get_station_velocity");
+    if (rc < 0) return rc;
+    const mbk_spatial_vec *V = &((const mt_vel *)mt_cache(m, s, C_VEL))[body].V_GB;
+    *v_G = mbk_spatial_shift_motion(*V, station_offset(m, s, body, station_B)).v;
+    return MBK_OK;
+}
+
+int mbk_matter_get_station_acceleration(const mbk_matter *m, const mbk_state *s, int body,
+                                        mbk_vec3 station_B, mbk_vec3 *a_G)
+{
+    int rc = station_need(m, s, body, a_G, MBK_STAGE_ACCELERATION, "mbk_matter_get_station_acceleration");
+    if (rc < 0) return rc;
+    const mbk_spatial_vec *A = &((const mbk_spatial_vec *)mt_cache(m, s, C_ACC))[body];
+    mbk_vec3 w = ((const mt_vel *)mt_cache(m, s, C_VEL))[body].V_GB.w;
+    mbk_vec3 r = station_offset(m, s, body, station_B);
+    /* a_S = a_B + alpha x r + w x (w x r) */
+    *a_G = mbk_vec3_add(mbk_spatial_shift_motion(*A, r).v, mbk_vec3_cross(w, mbk_vec3_cross(w, r)));
+    return MBK_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Whole-system quantities                                              */
+/* ------------------------------------------------------------------ */
+
+double mbk_matter_get_total_mass(const mbk_matter *m)
+{
+    double total = 0.0;
+    for (int i = 1; m && i < m->nb; ++i) total += m->bodies[i].mass;
+    return total;
+}
+
+int mbk_matter_get_body_mass_props(const mbk_matter *m, int body, mbk_mass_props *mp)
+{
+    const char *fn = "mbk_matter_get_body_mass_props";
+    if (!m || !mp) return mbk_set_error(MBK_EINVAL, "%s: matter and output must not be NULL", fn);
+    int rc = mt_need_body(m, body, fn);
+    if (rc < 0) return rc;
+    const mt_body *b = &m->bodies[body];
+    mbk_mat33 I_o = b->M_B.m00;
+    *mp = mbk_mass_props_from_origin(b->mass, b->com, I_o);
+    return MBK_OK;
+}
+
+int mbk_matter_calc_mass_center_location(const mbk_matter *m, const mbk_state *s, mbk_vec3 *p_G)
+{
+    const char *fn = "mbk_matter_calc_mass_center_location";
+    int rc = mt_need(m, s, MBK_STAGE_POSITION, fn);
+    if (rc < 0) return rc;
+    double total = mbk_matter_get_total_mass(m);
+    if (!p_G || !(total > 0))
+        return mbk_set_error(MBK_EINVAL, "%s: output is NULL or the system has no mass", fn);
+    const mt_pos *pos = mt_cache(m, s, C_POS);
+    mbk_vec3 sum = mbk_vec3_zero();
+    for (int i = 1; i < m->nb; ++i)
+        sum = mbk_vec3_add(sum, mbk_vec3_scale(mbk_vec3_add(pos[i].X_GB.p, pos[i].c_G), m->bodies[i].mass));
+    *p_G = mbk_vec3_scale(sum, 1.0 / total);
+    return MBK_OK;
+}
+
+int mbk_matter_calc_system_momentum(const mbk_matter *m, const mbk_state *s, mbk_spatial_vec *h)
+{
+    const char *fn = "mbk_matter_calc_system_momentum";
+    int rc = mt_need(m, s, MBK_STAGE_VELOCITY, fn);
+    if (rc < 0) return rc;
+    if (!h) return mbk_set_error(MBK_EINVAL, "%s: output is NULL", fn);
+    const mt_pos *pos = mt_cache(m, s, C_POS);
+    const mt_vel *vel = mt_cache(m, s, C_VEL);
+    mbk_spatial_vec sum = mbk_spatial_vec_zero();
+    /* Each body's momentum about its origin, moved to Ground's origin like a force. */
+    for (int i = 1; i < m->nb; ++i) {
+        mbk_spatial_vec hb = mbk_spatial_mat_mul_vec(pos[i].M_G, vel[i].V_GB);
+        sum = mbk_spatial_vec_add(sum, mbk_spatial_shift_force(hb, mbk_vec3_neg(pos[i].X_GB.p)));
+    }
+    *h = sum;
+    return MBK_OK;
+}
+
+int mbk_matter_calc_mass_center_velocity(const mbk_matter *m, const mbk_state *s, mbk_vec3 *v_G)
+{
+    const char *fn = "mbk_matter_calc_mass_center_velocity";
+    mbk_spatial_vec h;
+    int rc = mbk_matter_calc_system_momentum(m, s, &h);
+    if (rc < 0) return rc;
+    double total = mbk_matter_get_total_mass(m);
+    if (!v_G || !(total > 0))
+        return mbk_set_error(MBK_EINVAL, "%s: output is NULL or the system has no mass", fn);
+    *v_G = mbk_vec3_scale(h.v, 1.0 / total);
+    return MBK_OK;
+}
