@@ -175,6 +175,15 @@ static int mt_model(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     return rc < 0 ? rc : 0;
 }
 
+/* Spatial inertia about B's origin, in G, built from its parts: rotating the
+   3x3 inertia is cheaper than rotating four 3x3 blocks. */
+static mbk_spatial_mat rigid_inertia_in_G(const mt_body *b, mbk_mat33 R_GB, mbk_vec3 c_G)
+{
+    mbk_mat33 mc = mbk_mat33_skew(mbk_vec3_scale(c_G, b->mass));
+    return mbk_spatial_mat_make(mbk_mat33_rotate_congruence(R_GB, b->M_B.m00), mc,
+                                mbk_mat33_scale(mc, -1.0), b->M_B.m11);
+}
+
 /* Body poses, H in Ground and spatial inertias in Ground, base to tip. */
 static int mt_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 {
@@ -202,14 +211,15 @@ static int mt_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         p->X_GB = mbk_transform_compose(mbk_transform_compose(X_GF, X_FM), b->X_MB);
         p->R_GF = X_GF.R;
         p->r_PB = mbk_vec3_sub(p->X_GB.p, pp->X_GB.p);
-        p->p_MB_F = mbk_mat33_mul_vec(X_FM.R, b->X_MB.p);
-        p->M_G = mbk_spatial_inertia_rotate(p->X_GB.R, b->M_B);
+        mbk_vec3 p_MB_F = mbk_mat33_mul_vec(X_FM.R, b->X_MB.p);
+        p->p_MB_G = mbk_mat33_mul_vec(p->R_GF, p_MB_F);
         p->c_G = mbk_mat33_mul_vec(p->X_GB.R, b->com);
+        p->M_G = rigid_inertia_in_G(b, p->X_GB.R, p->c_G);
         if (b->nu == 0) continue;
         mbk_spatial_vec *Hb = H + b->u0;
         o->calc_H_FM(b->mob.impl, euler, qb, Hb);
         for (int j = 0; j < b->nu; ++j)
-            Hb[j] = mbk_spatial_rotate(p->R_GF, mbk_spatial_shift_motion(Hb[j], p->p_MB_F));
+            Hb[j] = mbk_spatial_rotate(p->R_GF, mbk_spatial_shift_motion(Hb[j], p_MB_F));
     }
     return 0;
 }
@@ -222,29 +232,24 @@ static mbk_spatial_vec rel_velocity(const mbk_spatial_vec *Hb, const double *ub,
     return V;
 }
 
-/* Velocity-product acceleration of body i given its relative velocity. */
-static mbk_spatial_vec coriolis(const mbk_matter *m, const mbk_state *s, int i, bool euler,
+/* Velocity-product acceleration of a body given the parent's velocity and
+   its own velocity relative to the parent; hd is HDot_FM u (in F) or NULL. */
+static mbk_spatial_vec coriolis(const mt_pos *p, const mbk_spatial_vec *hd,
                                 const mbk_spatial_vec *V_GP, const mbk_spatial_vec *V_rel)
 {
-    const mt_body *b = &m->bodies[i];
-    const mt_pos *p = &((const mt_pos *)mt_cache(m, s, C_POS))[i];
-    mbk_vec3 w = V_GP->w;
-    /* d/dt of H (taken in F) times u, shifted from M's origin to B's. */
-    mbk_spatial_vec hd = mbk_spatial_vec_zero();
-    if (b->mob.ops->calc_Hdot_u) {
-        const double *qb = (const double *)mt_cache(m, s, C_QN) + qlayout(m, s)[2 * i];
-        const double *ub = mbk_state_get_subsystem_u(s, m->sub) + b->u0;
-        b->mob.ops->calc_Hdot_u(b->mob.impl, euler, qb, ub, &hd);
+    mbk_vec3 w = V_GP->w, wr = V_rel->w;
+    /* d/dt (taken in F) of H u shifted from M's origin to B's, in G. */
+    mbk_vec3 hd_w = mbk_vec3_zero(), hd_v = mbk_vec3_cross(wr, mbk_vec3_cross(wr, p->p_MB_G));
+    if (hd) {
+        hd_w = mbk_mat33_mul_vec(p->R_GF, hd->w);
+        hd_v = mbk_vec3_add(hd_v, mbk_vec3_add(mbk_mat33_mul_vec(p->R_GF, hd->v),
+                                               mbk_vec3_cross(hd_w, p->p_MB_G)));
     }
-    mbk_vec3 w_FM = mbk_mat33_transpose_mul_vec(p->R_GF, V_rel->w);
-    hd.v = mbk_vec3_add(hd.v, mbk_vec3_add(mbk_vec3_cross(hd.w, p->p_MB_F),
-                                           mbk_vec3_cross(w_FM, mbk_vec3_cross(w_FM, p->p_MB_F))));
-    hd = mbk_spatial_rotate(p->R_GF, hd);
     mbk_spatial_vec a;
-    a.w = mbk_vec3_add(mbk_vec3_cross(w, V_rel->w), hd.w);
+    a.w = mbk_vec3_add(mbk_vec3_cross(w, wr), hd_w);
     a.v = mbk_vec3_add(mbk_vec3_add(mbk_vec3_cross(w, mbk_vec3_cross(w, p->r_PB)),
                                     mbk_vec3_scale(mbk_vec3_cross(w, V_rel->v), 2.0)),
-                       hd.v);
+                       hd_v);
     return a;
 }
 
@@ -278,9 +283,11 @@ static int mt_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         mbk_spatial_vec Vr = rel_velocity(H + b->u0, u + b->u0, b->nu);
         mt_vel *v = &vel[i];
         v->V_GB = mbk_spatial_vec_add(mbk_spatial_shift_motion(*Vp, pos[i].r_PB), Vr);
-        v->a_c = coriolis(m, s, i, euler, Vp, &Vr);
-        v->b = gyroscopic(b, &pos[i], v->V_GB.w);
         const double *qb = qn + lay[2 * i];
+        mbk_spatial_vec hd;
+        if (b->mob.ops->calc_Hdot_u) b->mob.ops->calc_Hdot_u(b->mob.impl, euler, qb, u + b->u0, &hd);
+        v->a_c = coriolis(&pos[i], b->mob.ops->calc_Hdot_u ? &hd : NULL, Vp, &Vr);
+        v->b = gyroscopic(b, &pos[i], v->V_GB.w);
         if (b->mob.ops->calc_qdot) b->mob.ops->calc_qdot(b->mob.impl, euler, qb, u + b->u0, qdot + lay[2 * i]);
         else memcpy(qdot + lay[2 * i], u + b->u0, (size_t)b->nu * sizeof(double));
     }
@@ -313,6 +320,36 @@ static int small_inverse(double *A, int n)
     return 1;
 }
 
+/* One body's D^-1, G and P+ = P - P H D^-1 H^T P for any number of u. */
+static int abi_general(mt_abi *a, const mbk_spatial_vec *Hb, int nu, mbk_spatial_mat *Pplus)
+{
+    mbk_spatial_vec PH[MBK_MOBILIZER_MAX_U];
+    for (int j = 0; j < nu; ++j) PH[j] = mbk_spatial_mat_mul_vec(a->P, Hb[j]);
+    for (int r = 0; r < nu; ++r)
+        for (int j = 0; j < nu; ++j) a->Dinv[r * nu + j] = mbk_spatial_vec_dot(Hb[r], PH[j]);
+    if (nu && !small_inverse(a->Dinv, nu)) return -1;
+    *Pplus = a->P;
+    for (int j = 0; j < nu; ++j) {
+        mbk_spatial_vec g = mbk_spatial_vec_zero();
+        for (int r = 0; r < nu; ++r) g = mbk_spatial_vec_add(g, mbk_spatial_vec_scale(PH[r], a->Dinv[r * nu + j]));
+        a->G[j] = g;
+        *Pplus = mbk_spatial_mat_sub(*Pplus, mbk_spatial_mat_outer(g, PH[j]));
+    }
+    return 0;
+}
+
+/* The same for one u, the common case: D is a scalar. */
+static int abi_one_dof(mt_abi *a, const mbk_spatial_vec *h, mbk_spatial_mat *Pplus)
+{
+    mbk_spatial_vec PH = mbk_spatial_mat_mul_vec(a->P, *h);
+    double D = mbk_spatial_vec_dot(*h, PH);
+    if (!(D > 0.0)) return -1;
+    a->Dinv[0] = 1.0 / D;
+    a->G[0] = mbk_spatial_vec_scale(PH, a->Dinv[0]);
+    *Pplus = mbk_spatial_mat_sub(a->P, mbk_spatial_mat_outer(a->G[0], PH));
+    return 0;
+}
+
 /* Articulated-body inertias, tip to base; computed once per Position realization. */
 int mt_realize_abi(const mbk_matter *m, const mbk_state *s)
 {
@@ -324,21 +361,11 @@ int mt_realize_abi(const mbk_matter *m, const mbk_state *s)
     for (int i = m->nb - 1; i >= 1; --i) {
         const mt_body *b = &m->bodies[i];
         mt_abi *a = &abi[i];
-        const mbk_spatial_vec *Hb = H + b->u0;
-        mbk_spatial_vec PH[MBK_MOBILIZER_MAX_U];
-        for (int j = 0; j < b->nu; ++j) PH[j] = mbk_spatial_mat_mul_vec(a->P, Hb[j]);
-        for (int r = 0; r < b->nu; ++r)
-            for (int j = 0; j < b->nu; ++j) a->Dinv[r * b->nu + j] = mbk_spatial_vec_dot(Hb[r], PH[j]);
-        if (b->nu && !small_inverse(a->Dinv, b->nu))
+        mbk_spatial_mat Pplus;
+        int rc = b->nu == 1 ? abi_one_dof(a, &H[b->u0], &Pplus) : abi_general(a, H + b->u0, b->nu, &Pplus);
+        if (rc < 0)
             return mbk_set_error(MBK_ESINGULAR, "body %d: articulated inertia is singular along its "
                                  "mobilities; give massless bodies a massive child or add mass", i);
-        mbk_spatial_mat Pplus = a->P;
-        for (int j = 0; j < b->nu; ++j) {
-            mbk_spatial_vec g = mbk_spatial_vec_zero();
-            for (int r = 0; r < b->nu; ++r) g = mbk_spatial_vec_add(g, mbk_spatial_vec_scale(PH[r], a->Dinv[r * b->nu + j]));
-            a->G[j] = g;
-            Pplus = mbk_spatial_mat_sub(Pplus, mbk_spatial_mat_outer(g, PH[j]));
-        }
         mbk_spatial_mat shifted = mbk_spatial_inertia_shift(Pplus, mbk_vec3_neg(pos[i].r_PB));
         abi[b->parent].P = mbk_spatial_mat_add(abi[b->parent].P, shifted);
     }

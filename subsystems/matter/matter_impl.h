@@ -21,7 +21,7 @@ typedef struct mt_pos {
     mbk_transform X_GB;    /* pose in Ground */
     mbk_mat33 R_GF;        /* orientation of the mobilizer's F frame in Ground */
     mbk_vec3 r_PB;         /* parent origin to body origin, in G */
-    mbk_vec3 p_MB_F;       /* M origin to B origin, in F */
+    mbk_vec3 p_MB_G;       /* M origin to B origin, in G */
     mbk_spatial_mat M_G;   /* spatial inertia about B's origin, in G */
     mbk_vec3 c_G;          /* centre of mass from B's origin, in G */
 } mt_pos;
