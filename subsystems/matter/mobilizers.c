@@ -5,26 +5,7 @@
 
 #include "mbk/mobilizer.h"
 #include "mbk/status.h"
-
-/* ---- shared pieces ----------------------------------------------------- */
-
-static void set_unit_columns(mbk_spatial_vec *H, int angular, int first, int n)
-{
-    for (int j = 0; j < n; ++j) {
-        double *w = &H[first + j].w.x, *v = &H[first + j].v.x;
-        memset(&H[first + j], 0, sizeof H[first + j]);
-        (angular ? w : v)[j] = 1.0;
-    }
-}
-
-static mbk_vec3 vec3_of(const double *a) { return mbk_vec3_make(a[0], a[1], a[2]); }
-
-static void put_vec3(double *a, mbk_vec3 v)
-{
-    a[0] = v.x;
-    a[1] = v.y;
-    a[2] = v.z;
-}
+#include "mobilizer_util.h"
 
 /* ---- rotations held as quaternions or body-fixed XYZ angles ------------ */
 /* Used by Ball (q = rotation) and Free (q = rotation, then p_FM). */
@@ -35,24 +16,6 @@ static mbk_mat33 rot_R(bool euler, const double *q)
 {
     if (euler) return mbk_mat33_from_body_xyz(vec3_of(q));
     return mbk_quat_to_mat33(mbk_quat_normalize(mbk_quat_make(q[0], q[1], q[2], q[3])));
-}
-
-/* W(q) maps body-xyz angle rates to w_FM in F. */
-static mbk_mat33 euler_W(const double *q)
-{
-    double s0 = sin(q[0]), c0 = cos(q[0]), s1 = sin(q[1]), c1 = cos(q[1]);
-    mbk_mat33 W = {{{1, 0, s1}, {0, c0, -s0 * c1}, {0, s0, c0 * c1}}};
-    return W;
-}
-
-/* dW/dt for angle rates qd. */
-static mbk_mat33 euler_Wdot(const double *q, const double *qd)
-{
-    double s0 = sin(q[0]), c0 = cos(q[0]), s1 = sin(q[1]), c1 = cos(q[1]);
-    mbk_mat33 D = {{{0, 0, c1 * qd[1]},
-                    {0, -s0 * qd[0], -c0 * c1 * qd[0] + s0 * s1 * qd[1]},
-                    {0, c0 * qd[0], -s0 * c1 * qd[0] - c0 * s1 * qd[1]}}};
-    return D;
 }
 
 static void rot_qdot(bool euler, const double *q, const double *w, double *qdot)
