@@ -38,7 +38,8 @@ const double *mbk_multibody_get_mobility_forces(const mbk_system *sys, const mbk
 double *mbk_multibody_upd_mobility_forces(const mbk_system *sys, const mbk_state *s);
 
 /* Add a body (mass properties about its centre of mass, in B) on a mobilizer to `parent`;
-   returns its index. The System owns the mobilizer's impl from now on. */
+   returns its index. The call takes the mobilizer's impl: the System destroys it
+   later, or this call does at once when it refuses the body. */
 int mbk_matter_add_body(mbk_matter *m, int parent, const mbk_transform *X_PF,
                         const mbk_mass_props *body, const mbk_transform *X_BM,
                         mbk_mobilizer mobilizer);

@@ -69,10 +69,30 @@ static int transform_ok(const mbk_transform *X)
     return mbk_mat33_max_abs(E) < 1e-10 && mbk_mat33_det(X->R) > 0;
 }
 
+static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF,
+                            const mbk_mass_props *body, const mbk_transform *X_BM,
+                            const mbk_mobilizer *mob);
+
+/* The mobilizer's impl is ours from the call on, so a refused body frees it. */
+static int refuse_body(mbk_mobilizer *mob, int status)
+{
+    if (mob->ops && mob->ops->destroy && mob->impl) mob->ops->destroy(mob->impl);
+    return status;
+}
+
 int mbk_matter_add_body(mbk_matter *m, int parent, const mbk_transform *X_PF,
                         const mbk_mass_props *body, const mbk_transform *X_BM,
                         mbk_mobilizer mobilizer)
 {
+    int rc = add_body_checked(m, parent, X_PF, body, X_BM, &mobilizer);
+    return rc < 0 ? refuse_body(&mobilizer, rc) : rc;
+}
+
+static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF,
+                            const mbk_mass_props *body, const mbk_transform *X_BM,
+                            const mbk_mobilizer *mob)
+{
+    mbk_mobilizer mobilizer = *mob;
     const char *fn = "mbk_matter_add_body";
     if (!m) return mbk_set_error(MBK_EINVAL, "%s: matter is NULL", fn);
     if (mbk_system_is_topology_realized(m->sys))
@@ -294,8 +314,9 @@ static int mt_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     return 0;
 }
 
-/* Invert a small symmetric positive-definite matrix in place (Gauss-Jordan); 0 if singular. */
-static int small_inverse(double *A, int n)
+/* Invert a small symmetric positive-definite matrix in place (Gauss-Jordan);
+   0 if a pivot is not above tol (singular to round-off). */
+static int small_inverse(double *A, int n, double tol)
 {
     double inv[MBK_MOBILIZER_MAX_U * MBK_MOBILIZER_MAX_U] = {0};
     for (int i = 0; i < n; ++i) inv[i * n + i] = 1.0;
@@ -303,7 +324,7 @@ static int small_inverse(double *A, int n)
         int piv = col;
         for (int r = col + 1; r < n; ++r)
             if (fabs(A[r * n + col]) > fabs(A[piv * n + col])) piv = r;
-        if (!(fabs(A[piv * n + col]) > 0.0)) return 0;
+        if (!(fabs(A[piv * n + col]) > tol)) return 0;
         for (int j = 0; j < n; ++j) {
             double t = A[col * n + j]; A[col * n + j] = A[piv * n + j]; A[piv * n + j] = t;
             t = inv[col * n + j]; inv[col * n + j] = inv[piv * n + j]; inv[piv * n + j] = t;
@@ -320,6 +341,20 @@ static int small_inverse(double *A, int n)
     return 1;
 }
 
+/* Size of the terms that form H^T P H: (max_j sum_k |H_jk|)^2 max_k P_kk
+   bounds every |H_i^T P H_j| when P is positive semidefinite. A pivot below
+   1e-13 of it is round-off: the body has no inertia along that mobility. */
+static double pivot_tolerance(const mbk_spatial_mat *P, const mbk_spatial_vec *Hb, int nu)
+{
+    double h = 0.0, p = 0.0;
+    for (int j = 0; j < nu; ++j) {
+        const double *w = &Hb[j].w.x, *v = &Hb[j].v.x;
+        h = fmax(h, fabs(w[0]) + fabs(w[1]) + fabs(w[2]) + fabs(v[0]) + fabs(v[1]) + fabs(v[2]));
+    }
+    for (int k = 0; k < 3; ++k) p = fmax(p, fmax(P->m00.m[k][k], P->m11.m[k][k]));
+    return 1e-13 * h * h * p;
+}
+
 /* One body's D^-1, G and P+ = P - P H D^-1 H^T P for any number of u. */
 static int abi_general(mt_abi *a, const mbk_spatial_vec *Hb, int nu, mbk_spatial_mat *Pplus)
 {
@@ -327,7 +362,7 @@ static int abi_general(mt_abi *a, const mbk_spatial_vec *Hb, int nu, mbk_spatial
     for (int j = 0; j < nu; ++j) PH[j] = mbk_spatial_mat_mul_vec(a->P, Hb[j]);
     for (int r = 0; r < nu; ++r)
         for (int j = 0; j < nu; ++j) a->Dinv[r * nu + j] = mbk_spatial_vec_dot(Hb[r], PH[j]);
-    if (nu && !small_inverse(a->Dinv, nu)) return -1;
+    if (nu && !small_inverse(a->Dinv, nu, pivot_tolerance(&a->P, Hb, nu))) return -1;
     *Pplus = a->P;
     for (int j = 0; j < nu; ++j) {
         mbk_spatial_vec g = mbk_spatial_vec_zero();
@@ -343,7 +378,7 @@ static int abi_one_dof(mt_abi *a, const mbk_spatial_vec *h, mbk_spatial_mat *Ppl
 {
     mbk_spatial_vec PH = mbk_spatial_mat_mul_vec(a->P, *h);
     double D = mbk_spatial_vec_dot(*h, PH);
-    if (!(D > 0.0)) return -1;
+    if (!(D > pivot_tolerance(&a->P, h, 1))) return -1;
     a->Dinv[0] = 1.0 / D;
     a->G[0] = mbk_spatial_vec_scale(PH, a->Dinv[0]);
     *Pplus = mbk_spatial_mat_sub(a->P, mbk_spatial_mat_outer(a->G[0], PH));
@@ -519,22 +554,23 @@ const mbk_matter *mbk_multibody_get_matter(const mbk_system *sys)
 }
 
 /* Force accumulators; `which` 0 body forces, 1 mobility forces. */
-static void *forces_of(const mbk_system *sys, const mbk_state *s, int which, bool for_read)
+static void *forces_of(const mbk_system *sys, const mbk_state *s, int which, bool for_read,
+                       const char *fn)
 {
     const mbk_matter *m = mbk_multibody_get_matter(sys);
     if (!m) {
         mbk_set_error(MBK_EINVAL, "system has no matter subsystem; create it with mbk_multibody_create");
         return NULL;
     }
-    if (mt_need(m, s, for_read ? MBK_STAGE_DYNAMICS : MBK_STAGE_VELOCITY, "force accumulators") < 0) return NULL;
+    if (mt_need(m, s, for_read ? MBK_STAGE_DYNAMICS : MBK_STAGE_VELOCITY, fn) < 0) return NULL;
     char *base = mt_cache(m, s, C_FORCES);
     return which ? base + (size_t)m->nb * sizeof(mbk_spatial_vec) : base;
 }
 
-const mbk_spatial_vec *mbk_multibody_get_body_forces(const mbk_system *sys, const mbk_state *s) { return forces_of(sys, s, 0, true); }
-mbk_spatial_vec *mbk_multibody_upd_body_forces(const mbk_system *sys, const mbk_state *s) { return forces_of(sys, s, 0, false); }
-const double *mbk_multibody_get_mobility_forces(const mbk_system *sys, const mbk_state *s) { return forces_of(sys, s, 1, true); }
-double *mbk_multibody_upd_mobility_forces(const mbk_system *sys, const mbk_state *s) { return forces_of(sys, s, 1, false); }
+const mbk_spatial_vec *mbk_multibody_get_body_forces(const mbk_system *sys, const mbk_state *s) { return forces_of(sys, s, 0, true, "mbk_multibody_get_body_forces"); }
+mbk_spatial_vec *mbk_multibody_upd_body_forces(const mbk_system *sys, const mbk_state *s) { return forces_of(sys, s, 0, false, "mbk_multibody_upd_body_forces"); }
+const double *mbk_multibody_get_mobility_forces(const mbk_system *sys, const mbk_state *s) { return forces_of(sys, s, 1, true, "mbk_multibody_get_mobility_forces"); }
+double *mbk_multibody_upd_mobility_forces(const mbk_system *sys, const mbk_state *s) { return forces_of(sys, s, 1, false, "mbk_multibody_upd_mobility_forces"); }
 
 /* ------------------------------------------------------------------ */
 /* Readers and operators                                                */
@@ -605,6 +641,7 @@ int mbk_matter_set_body_q_to_fit_transform(const mbk_matter *m, mbk_state *s, in
     if (rc < 0 || (rc = mt_need_body(m, body, fn)) < 0) return rc;
     const mbk_mobilizer *mob = &m->bodies[body].mob;
     if (!X_FM || !transform_ok(X_FM)) return mbk_set_error(MBK_EINVAL, "%s: X_FM must be a finite rigid transform", fn);
+    if (mob->ops->nu == 0 && mbk_mobilizer_get_nq(mob, use_euler(m, s)) == 0) return MBK_OK;
     if (!mob->ops->set_q_to_fit_transform)
         return mbk_set_error(MBK_EINVAL, "%s: mobilizer '%s' cannot fit a transform", fn, mob->ops->name);
     double qb[MBK_MOBILIZER_MAX_Q];
@@ -621,7 +658,9 @@ int mbk_matter_set_body_u_to_fit_velocity(const mbk_matter *m, mbk_state *s, int
     int rc = mt_need(m, s, MBK_STAGE_POSITION, fn);
     if (rc < 0 || (rc = mt_need_body(m, body, fn)) < 0) return rc;
     const mbk_mobilizer *mob = &m->bodies[body].mob;
-    if (!V_FM) return mbk_set_error(MBK_EINVAL, "%s: V_FM is NULL", fn);
+    if (!V_FM || !mbk_vec3_is_finite(V_FM->w) || !mbk_vec3_is_finite(V_FM->v))
+        return mbk_set_error(MBK_EINVAL, "%s: V_FM must be finite and not NULL", fn);
+    if (mob->ops->nu == 0) return MBK_OK;
     if (!mob->ops->set_u_to_fit_velocity)
         return mbk_set_error(MBK_EINVAL, "%s: mobilizer '%s' cannot fit a velocity", fn, mob->ops->name);
     double ub[MBK_MOBILIZER_MAX_U];

@@ -326,8 +326,8 @@ int mbk_matter_calc_mass_center_velocity(const mbk_matter *m, const mbk_state *s
 {
     const char *fn = "mbk_matter_calc_mass_center_velocity";
     mbk_spatial_vec h;
-    int rc = mbk_matter_calc_system_momentum(m, s, &h);
-    if (rc < 0) return rc;
+    int rc = mt_need(m, s, MBK_STAGE_VELOCITY, fn);
+    if (rc < 0 || (rc = mbk_matter_calc_system_momentum(m, s, &h)) < 0) return rc;
     double total = mbk_matter_get_total_mass(m);
     if (!v_G || !(total > 0))
         return mbk_set_error(MBK_EINVAL, "%s: output is NULL or the system has no mass", fn);
