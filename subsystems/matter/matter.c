@@ -1,7 +1,7 @@
 /* The matter subsystem: mobilized-body tree, kinematics and O(n) dynamics.
  *
  * Everything is computed in Ground, about body origins: V_GB and A_GB are the
- * velocity and acceleration of B's origin, M_G the spatial inertia about
+ * velocity and acceleration of B's origin, inertias are about
  * B's origin, forces are (moment about B's origin, force). Bodies are stored
  * in topological order (parent index < child index), so base-to-tip sweeps
  * run forwards and tip-to-base sweeps backwards over one array. */
@@ -56,9 +56,9 @@ static int check_mobilizer(const mbk_mobilizer *mob)
     if (o->nu > 0 && !o->calc_H_FM)
         return mbk_set_error(MBK_EINVAL, "mbk_matter_add_body: mobilizer '%s' has u but no calc_H_FM",
                              o->name ? o->name : "?");
-    if (!o->calc_qdot && (nq_q != o->nu || nq_e != o->nu))
+    if ((!o->calc_qdot || !o->calc_qdotdot) && (nq_q != o->nu || nq_e != o->nu))
         return mbk_set_error(MBK_EINVAL, "mbk_matter_add_body: mobilizer '%s' has nq != nu and needs "
-                             "calc_qdot", o->name ? o->name : "?");
+                             "calc_qdot and calc_qdotdot", o->name ? o->name : "?");
     return MBK_OK;
 }
 
@@ -121,13 +121,15 @@ static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF
     b->parent = parent;
     b->X_PF = *X_PF;
     b->X_MB = mbk_transform_invert(*X_BM);
-    b->M_B = mbk_spatial_inertia_from_mass_props(*body);
+    b->I_B = mbk_mass_props_inertia_about_origin(*body);
     b->mass = body->mass;
     b->com = body->com;
     b->mob = mobilizer;
     b->nu = mobilizer.ops->nu;
     b->u0 = m->nu;
+    b->d0 = m->nd;
     m->nu += b->nu;
+    m->nd += b->nu * b->nu;
     return m->nb++;
 }
 
@@ -158,7 +160,8 @@ static int mt_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         [C_POS] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)m->nb * sizeof(mt_pos)},
         [C_H] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)(m->nu + 1) * sizeof(mbk_spatial_vec)},
         [C_VEL] = {MBK_STAGE_VELOCITY, MBK_STAGE_VELOCITY, (size_t)m->nb * sizeof(mt_vel)},
-        [C_ABI] = {MBK_STAGE_POSITION, MBK_STAGE_INFINITY, (size_t)m->nb * sizeof(mt_abi)},
+        [C_ABI] = {MBK_STAGE_POSITION, MBK_STAGE_INFINITY, (size_t)m->nb * sizeof(mbk_spatial_mat) +
+                   (size_t)m->nu * sizeof(mbk_spatial_vec) + (size_t)(m->nd + 1) * sizeof(double)},
         [C_FORCES] = {MBK_STAGE_DYNAMICS, MBK_STAGE_DYNAMICS, forces_bytes(m)},
         [C_ACC] = {MBK_STAGE_ACCELERATION, MBK_STAGE_ACCELERATION, 2 * (size_t)m->nb * sizeof(mbk_spatial_vec)},
         /* work space of the operators: never valid, only written and read within one call */
@@ -195,15 +198,6 @@ static int mt_model(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     return rc < 0 ? rc : 0;
 }
 
-/* Spatial inertia about B's origin, in G, built from its parts: rotating the
-   3x3 inertia is cheaper than rotating four 3x3 blocks. */
-static mbk_spatial_mat rigid_inertia_in_G(const mt_body *b, mbk_mat33 R_GB, mbk_vec3 c_G)
-{
-    mbk_mat33 mc = mbk_mat33_skew(mbk_vec3_scale(c_G, b->mass));
-    return mbk_spatial_mat_make(mbk_mat33_rotate_congruence(R_GB, b->M_B.m00), mc,
-                                mbk_mat33_scale(mc, -1.0), b->M_B.m11);
-}
-
 /* Body poses, H in Ground and spatial inertias in Ground, base to tip. */
 static int mt_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 {
@@ -215,8 +209,8 @@ static int mt_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     double *qn = mt_cache(m, s, C_QN);
     mt_pos *pos = mt_cache(m, s, C_POS);
     mbk_spatial_vec *H = mt_cache(m, s, C_H);
+    memset(&pos[0], 0, sizeof pos[0]);
     pos[0].X_GB = mbk_transform_identity();
-    pos[0].M_G = mbk_spatial_mat_zero();
     for (int i = 1; i < m->nb; ++i) {
         const mt_body *b = &m->bodies[i];
         const mbk_mobilizer_ops *o = b->mob.ops;
@@ -234,7 +228,7 @@ static int mt_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         mbk_vec3 p_MB_F = mbk_mat33_mul_vec(X_FM.R, b->X_MB.p);
         p->p_MB_G = mbk_mat33_mul_vec(p->R_GF, p_MB_F);
         p->c_G = mbk_mat33_mul_vec(p->X_GB.R, b->com);
-        p->M_G = rigid_inertia_in_G(b, p->X_GB.R, p->c_G);
+        p->I_G = mbk_mat33_rotate_congruence(p->X_GB.R, b->I_B);
         if (b->nu == 0) continue;
         mbk_spatial_vec *Hb = H + b->u0;
         o->calc_H_FM(b->mob.impl, euler, qb, Hb);
@@ -278,7 +272,7 @@ static mbk_spatial_vec coriolis(const mt_pos *p, const mbk_spatial_vec *hd,
 static mbk_spatial_vec gyroscopic(const mt_body *b, const mt_pos *p, mbk_vec3 w)
 {
     mbk_spatial_vec f;
-    f.w = mbk_vec3_cross(w, mbk_mat33_mul_vec(p->M_G.m00, w));
+    f.w = mbk_vec3_cross(w, mbk_mat33_mul_vec(p->I_G, w));
     f.v = mbk_vec3_scale(mbk_vec3_cross(w, mbk_vec3_cross(w, p->c_G)), b->mass);
     return f;
 }
@@ -349,39 +343,81 @@ static double pivot_tolerance(const mbk_spatial_mat *P, const mbk_spatial_vec *H
     double h = 0.0, p = 0.0;
     for (int j = 0; j < nu; ++j) {
         const double *w = &Hb[j].w.x, *v = &Hb[j].v.x;
-        h = fmax(h, fabs(w[0]) + fabs(w[1]) + fabs(w[2]) + fabs(v[0]) + fabs(v[1]) + fabs(v[2]));
+        double hj = fabs(w[0]) + fabs(w[1]) + fabs(w[2]) + fabs(v[0]) + fabs(v[1]) + fabs(v[2]);
+        h = hj > h ? hj : h;
     }
-    for (int k = 0; k < 3; ++k) p = fmax(p, fmax(P->m00.m[k][k], P->m11.m[k][k]));
+    for (int k = 0; k < 3; ++k) {
+        p = P->m00.m[k][k] > p ? P->m00.m[k][k] : p;
+        p = P->m11.m[k][k] > p ? P->m11.m[k][k] : p;
+    }
     return 1e-13 * h * h * p;
 }
 
+/* K X with K = skew(r): r x each column of X. */
+static mbk_mat33 skew_mul(mbk_vec3 r, const mbk_mat33 *X)
+{
+    mbk_mat33 Y;
+    for (int j = 0; j < 3; ++j) {
+        mbk_vec3 c = mbk_vec3_cross(r, mbk_vec3_make(X->m[0][j], X->m[1][j], X->m[2][j]));
+        Y.m[0][j] = c.x; Y.m[1][j] = c.y; Y.m[2][j] = c.z;
+    }
+    return Y;
+}
+
+/* X K with K = skew(r): each row x becomes -(r x x). */
+static mbk_mat33 mul_skew(const mbk_mat33 *X, mbk_vec3 r)
+{
+    mbk_mat33 Y;
+    for (int i = 0; i < 3; ++i) {
+        mbk_vec3 c = mbk_vec3_cross(mbk_vec3_make(X->m[i][0], X->m[i][1], X->m[i][2]), r);
+        Y.m[i][0] = c.x; Y.m[i][1] = c.y; Y.m[i][2] = c.z;
+    }
+    return Y;
+}
+
+/* mbk_spatial_inertia_shift with the skew products done as cross products
+   (the articulated-inertia sweep's inner loop). */
+static mbk_spatial_mat shift_inertia(const mbk_spatial_mat *M, mbk_vec3 r)
+{
+    mbk_spatial_mat S;
+    mbk_mat33 KC = skew_mul(r, &M->m10), KD = skew_mul(r, &M->m11);
+    S.m01 = mbk_mat33_sub(M->m01, KD);
+    mbk_mat33 BK = mul_skew(&S.m01, r), DK = mul_skew(&M->m11, r);
+    S.m00 = mbk_mat33_add(mbk_mat33_sub(M->m00, KC), BK);
+    S.m10 = mbk_mat33_add(M->m10, DK);
+    S.m11 = M->m11;
+    return S;
+}
+
 /* One body's D^-1, G and P+ = P - P H D^-1 H^T P for any number of u. */
-static int abi_general(mt_abi *a, const mbk_spatial_vec *Hb, int nu, mbk_spatial_mat *Pplus)
+static int abi_general(const mbk_spatial_mat *P, const mbk_spatial_vec *Hb, int nu, double *Dinv,
+                       mbk_spatial_vec *G, mbk_spatial_mat *Pplus)
 {
     mbk_spatial_vec PH[MBK_MOBILIZER_MAX_U];
-    for (int j = 0; j < nu; ++j) PH[j] = mbk_spatial_mat_mul_vec(a->P, Hb[j]);
+    for (int j = 0; j < nu; ++j) PH[j] = mbk_spatial_mat_mul_vec(*P, Hb[j]);
     for (int r = 0; r < nu; ++r)
-        for (int j = 0; j < nu; ++j) a->Dinv[r * nu + j] = mbk_spatial_vec_dot(Hb[r], PH[j]);
-    if (nu && !small_inverse(a->Dinv, nu, pivot_tolerance(&a->P, Hb, nu))) return -1;
-    *Pplus = a->P;
+        for (int j = 0; j < nu; ++j) Dinv[r * nu + j] = mbk_spatial_vec_dot(Hb[r], PH[j]);
+    if (nu && !small_inverse(Dinv, nu, pivot_tolerance(P, Hb, nu))) return -1;
+    *Pplus = *P;
     for (int j = 0; j < nu; ++j) {
         mbk_spatial_vec g = mbk_spatial_vec_zero();
-        for (int r = 0; r < nu; ++r) g = mbk_spatial_vec_add(g, mbk_spatial_vec_scale(PH[r], a->Dinv[r * nu + j]));
-        a->G[j] = g;
+        for (int r = 0; r < nu; ++r) g = mbk_spatial_vec_add(g, mbk_spatial_vec_scale(PH[r], Dinv[r * nu + j]));
+        G[j] = g;
         *Pplus = mbk_spatial_mat_sub(*Pplus, mbk_spatial_mat_outer(g, PH[j]));
     }
     return 0;
 }
 
 /* The same for one u, the common case: D is a scalar. */
-static int abi_one_dof(mt_abi *a, const mbk_spatial_vec *h, mbk_spatial_mat *Pplus)
+static int abi_one_dof(const mbk_spatial_mat *P, const mbk_spatial_vec *h, double *Dinv,
+                       mbk_spatial_vec *G, mbk_spatial_mat *Pplus)
 {
-    mbk_spatial_vec PH = mbk_spatial_mat_mul_vec(a->P, *h);
+    mbk_spatial_vec PH = mbk_spatial_mat_mul_vec(*P, *h);
     double D = mbk_spatial_vec_dot(*h, PH);
-    if (!(D > pivot_tolerance(&a->P, h, 1))) return -1;
-    a->Dinv[0] = 1.0 / D;
-    a->G[0] = mbk_spatial_vec_scale(PH, a->Dinv[0]);
-    *Pplus = mbk_spatial_mat_sub(a->P, mbk_spatial_mat_outer(a->G[0], PH));
+    if (!(D > pivot_tolerance(P, h, 1))) return -1;
+    Dinv[0] = 1.0 / D;
+    *G = mbk_spatial_vec_scale(PH, Dinv[0]);
+    *Pplus = mbk_spatial_mat_sub(*P, mbk_spatial_mat_outer(*G, PH));
     return 0;
 }
 
@@ -391,18 +427,21 @@ int mt_realize_abi(const mbk_matter *m, const mbk_state *s)
     if (mbk_state_is_cache_realized(s, m->sub, m->cache[C_ABI])) return MBK_OK;
     const mt_pos *pos = mt_cache(m, s, C_POS);
     const mbk_spatial_vec *H = mt_cache(m, s, C_H);
-    mt_abi *abi = mt_cache(m, s, C_ABI);
-    for (int i = 0; i < m->nb; ++i) abi[i].P = pos[i].M_G;
+    mt_abi abi = mt_abi_of(m, s);
+    for (int i = 1; i < m->nb; ++i) abi.P[i] = mt_rigid_mat(&m->bodies[i], &pos[i]);
     for (int i = m->nb - 1; i >= 1; --i) {
         const mt_body *b = &m->bodies[i];
-        mt_abi *a = &abi[i];
         mbk_spatial_mat Pplus;
-        int rc = b->nu == 1 ? abi_one_dof(a, &H[b->u0], &Pplus) : abi_general(a, H + b->u0, b->nu, &Pplus);
+        double *Dinv = abi.Dinv + b->d0;
+        mbk_spatial_vec *G = abi.G + b->u0;
+        int rc = b->nu == 1 ? abi_one_dof(&abi.P[i], &H[b->u0], Dinv, G, &Pplus)
+                            : abi_general(&abi.P[i], H + b->u0, b->nu, Dinv, G, &Pplus);
         if (rc < 0)
             return mbk_set_error(MBK_ESINGULAR, "body %d: articulated inertia is singular along its "
                                  "mobilities; give massless bodies a massive child or add mass", i);
-        mbk_spatial_mat shifted = mbk_spatial_inertia_shift(Pplus, mbk_vec3_neg(pos[i].r_PB));
-        abi[b->parent].P = mbk_spatial_mat_add(abi[b->parent].P, shifted);
+        if (b->parent == 0) continue; /* Ground's articulated inertia is never used */
+        mbk_spatial_mat shifted = shift_inertia(&Pplus, mbk_vec3_neg(pos[i].r_PB));
+        abi.P[b->parent] = mbk_spatial_mat_add(abi.P[b->parent], shifted);
     }
     mbk_state_mark_cache_realized(s, m->sub, m->cache[C_ABI]);
     return MBK_OK;
@@ -426,19 +465,19 @@ void mt_aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
     const mt_pos *pos = mt_cache(m, s, C_POS);
     const mt_vel *vel = with_velocity ? mt_cache(m, s, C_VEL) : NULL;
     const mbk_spatial_vec *H = mt_cache(m, s, C_H);
-    const mt_abi *abi = mt_cache(m, s, C_ABI);
+    const mt_abi abi = mt_abi_of(m, s);
     double eps[MBK_MOBILIZER_MAX_U * 1];
     for (int i = 0; i < m->nb; ++i) z[i] = mbk_spatial_vec_zero();
     /* tip to base: articulated bias forces */
     for (int i = m->nb - 1; i >= 1; --i) {
         const mt_body *b = &m->bodies[i];
         mbk_spatial_vec zi = z[i];
-        if (vel) zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_add(mbk_spatial_mat_mul_vec(abi[i].P, vel[i].a_c), vel[i].b));
+        if (vel) zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_add(mbk_spatial_mat_mul_vec(abi.P[i], vel[i].a_c), vel[i].b));
         if (F) zi = mbk_spatial_vec_sub(zi, F[i]);
         z[i] = zi;
         for (int j = 0; j < b->nu; ++j) {
             eps[j] = (tau ? tau[b->u0 + j] : 0.0) - mbk_spatial_vec_dot(H[b->u0 + j], zi);
-            zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_scale(abi[i].G[j], eps[j]));
+            zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_scale(abi.G[b->u0 + j], eps[j]));
         }
         z[b->parent] = mbk_spatial_vec_add(z[b->parent], mbk_spatial_shift_force(zi, mbk_vec3_neg(pos[i].r_PB)));
         /* keep eps for the forward sweep in udot (overwritten there) */
@@ -453,8 +492,8 @@ void mt_aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
         double e[MBK_MOBILIZER_MAX_U];
         memcpy(e, udot + b->u0, (size_t)b->nu * sizeof(double));
         for (int r = 0; r < b->nu; ++r) {
-            double x = -mbk_spatial_vec_dot(abi[i].G[r], Ap);
-            for (int j = 0; j < b->nu; ++j) x += abi[i].Dinv[r * b->nu + j] * e[j];
+            double x = -mbk_spatial_vec_dot(abi.G[b->u0 + r], Ap);
+            for (int j = 0; j < b->nu; ++j) x += abi.Dinv[b->d0 + r * b->nu + j] * e[j];
             udot[b->u0 + r] = x;
             Ai = mbk_spatial_vec_add(Ai, mbk_spatial_vec_scale(H[b->u0 + r], x));
         }
@@ -643,7 +682,7 @@ int mbk_matter_set_body_q_to_fit_transform(const mbk_matter *m, mbk_state *s, in
     if (!X_FM || !transform_ok(X_FM)) return mbk_set_error(MBK_EINVAL, "%s: X_FM must be a finite rigid transform", fn);
     if (mob->ops->nu == 0 && mbk_mobilizer_get_nq(mob, use_euler(m, s)) == 0) return MBK_OK;
     if (!mob->ops->set_q_to_fit_transform)
-        return mbk_set_error(MBK_EINVAL, "%s: mobilizer '%s' cannot fit a transform", fn, mob->ops->name);
+        return mbk_set_error(MBK_EINVAL, "%s: mobilizer '%s' cannot fit a transform", fn, mob->ops->name ? mob->ops->name : "?");
     double qb[MBK_MOBILIZER_MAX_Q];
     rc = mob->ops->set_q_to_fit_transform(mob->impl, use_euler(m, s), X_FM, qb);
     if (rc < 0) return rc;
@@ -662,7 +701,7 @@ int mbk_matter_set_body_u_to_fit_velocity(const mbk_matter *m, mbk_state *s, int
         return mbk_set_error(MBK_EINVAL, "%s: V_FM must be finite and not NULL", fn);
     if (mob->ops->nu == 0) return MBK_OK;
     if (!mob->ops->set_u_to_fit_velocity)
-        return mbk_set_error(MBK_EINVAL, "%s: mobilizer '%s' cannot fit a velocity", fn, mob->ops->name);
+        return mbk_set_error(MBK_EINVAL, "%s: mobilizer '%s' cannot fit a velocity", fn, mob->ops->name ? mob->ops->name : "?");
     double ub[MBK_MOBILIZER_MAX_U];
     const double *qn = (const double *)mt_cache(m, s, C_QN) + qlayout(m, s)[2 * body];
     rc = mob->ops->set_u_to_fit_velocity(mob->impl, use_euler(m, s), qn, V_FM, ub);

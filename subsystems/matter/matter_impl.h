@@ -9,11 +9,12 @@ typedef struct mt_body {
     int parent;            /* parent body index (-1 for Ground) */
     mbk_transform X_PF;    /* F on the parent */
     mbk_transform X_MB;    /* B in M (inverse of the X_BM given) */
-    mbk_spatial_mat M_B;   /* spatial inertia about B's origin, in B */
+    mbk_mat33 I_B;         /* inertia about B's origin, in B */
     double mass;           /* body mass */
     mbk_vec3 com;          /* centre of mass from B's origin, in B */
     mbk_mobilizer mob;     /* the joint */
     int nu, u0;            /* u count and start (independent of the Euler choice) */
+    int d0;                /* start of its nu x nu block in the D^-1 array */
 } mt_body;
 
 /* Position-stage results of one body. */
@@ -22,7 +23,7 @@ typedef struct mt_pos {
     mbk_mat33 R_GF;        /* orientation of the mobilizer's F frame in Ground */
     mbk_vec3 r_PB;         /* parent origin to body origin, in G */
     mbk_vec3 p_MB_G;       /* M origin to B origin, in G */
-    mbk_spatial_mat M_G;   /* spatial inertia about B's origin, in G */
+    mbk_mat33 I_G;         /* inertia about B's origin, in G */
     mbk_vec3 c_G;          /* centre of mass from B's origin, in G */
 } mt_pos;
 
@@ -34,10 +35,12 @@ typedef struct mt_vel {
 } mt_vel;
 
 /* Articulated-body results of one body (depend on q only). */
+/* Articulated-body results (depend on q only), one cache blob:
+   P per body, then G = P H D^-1 per u, then D^-1 blocks per body. */
 typedef struct mt_abi {
-    mbk_spatial_mat P;     /* articulated inertia about B's origin, in G */
-    double Dinv[MBK_MOBILIZER_MAX_U * MBK_MOBILIZER_MAX_U]; /* (H^T P H)^-1, nu x nu */
-    mbk_spatial_vec G[MBK_MOBILIZER_MAX_U];                 /* P H D^-1, nu columns */
+    mbk_spatial_mat *P;    /* articulated inertia about each body's origin, in G */
+    mbk_spatial_vec *G;    /* one column per u */
+    double *Dinv;          /* nu_b x nu_b per body, at bodies[b].d0 */
 } mt_abi;
 
 enum { C_QLAYOUT, C_QN, C_POS, C_H, C_VEL, C_ABI, C_FORCES, C_ACC, C_SCRATCH, C_SCRATCH_MAT, NUM_CACHE };
@@ -48,6 +51,7 @@ struct mbk_matter {
     mt_body *bodies;       /* bodies[0] is Ground */
     int nb, cap;           /* body count (with Ground) and capacity */
     int nu;                /* total u */
+    int nd;                /* total size of the D^-1 blocks (sum of nu_b^2) */
     int euler_var;         /* discrete variable (Model): use Euler angles */
     int cache[NUM_CACHE];  /* cache entry indices (allocated at Topology) */
 };
@@ -75,6 +79,34 @@ static inline void *vec_of(void *base, size_t off) { return (char *)base + off; 
 static inline size_t forces_bytes(const mbk_matter *m)
 {
     return (size_t)m->nb * sizeof(mbk_spatial_vec) + (size_t)(m->nu + 1) * sizeof(double);
+}
+
+/* Views of the articulated-body blob. */
+static inline mt_abi mt_abi_of(const mbk_matter *m, const mbk_state *s)
+{
+    mt_abi a;
+    a.P = mt_cache(m, s, C_ABI);
+    a.G = (mbk_spatial_vec *)(a.P + m->nb);
+    a.Dinv = (double *)(a.G + m->nu);
+    return a;
+}
+
+/* Rigid-body spatial inertia times V, about B's origin in G:
+   (I w + c x m v, m (v + w x c)) with c the centre of mass offset. */
+static inline mbk_spatial_vec mt_rigid_mul(const mt_body *b, const mt_pos *p, mbk_spatial_vec V)
+{
+    mbk_spatial_vec h;
+    h.w = mbk_vec3_add(mbk_mat33_mul_vec(p->I_G, V.w), mbk_vec3_scale(mbk_vec3_cross(p->c_G, V.v), b->mass));
+    h.v = mbk_vec3_scale(mbk_vec3_add(V.v, mbk_vec3_cross(V.w, p->c_G)), b->mass);
+    return h;
+}
+
+/* The same inertia as a 6x6 matrix [[I, m c~], [-m c~, m 1]]. */
+static inline mbk_spatial_mat mt_rigid_mat(const mt_body *b, const mt_pos *p)
+{
+    mbk_mat33 mc = mbk_mat33_skew(mbk_vec3_scale(p->c_G, b->mass));
+    return mbk_spatial_mat_make(p->I_G, mc, mbk_mat33_scale(mc, -1.0),
+                                mbk_mat33_diag(b->mass, b->mass, b->mass));
 }
 
 /* MBK_OK if (m, s) are usable and matter is realized to `stage`. */

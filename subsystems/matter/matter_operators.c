@@ -22,7 +22,7 @@ void mt_rnea(const mbk_matter *m, const mbk_state *s, const double *udot, const 
         if (vel) Ai = mbk_spatial_vec_add(Ai, vel[i].a_c);
         for (int j = 0; udot && j < b->nu; ++j) Ai = mbk_spatial_vec_add(Ai, mbk_spatial_vec_scale(H[b->u0 + j], udot[b->u0 + j]));
         A[i] = Ai;
-        Fb[i] = mbk_spatial_mat_mul_vec(pos[i].M_G, Ai);
+        Fb[i] = mt_rigid_mul(b, &pos[i], Ai);
         if (vel) Fb[i] = mbk_spatial_vec_add(Fb[i], vel[i].b);
         if (F) Fb[i] = mbk_spatial_vec_sub(Fb[i], F[i]);
     }
@@ -69,7 +69,8 @@ int mbk_matter_calc_mass_matrix(const mbk_matter *m, const mbk_state *s, double 
     int n = m->nu;
     /* Entries between bodies on different branches stay zero. */
     memset(M, 0, (size_t)n * (size_t)n * sizeof(double));
-    for (int i = 0; i < m->nb; ++i) Ic[i] = pos[i].M_G;
+    Ic[0] = mbk_spatial_mat_zero();
+    for (int i = 1; i < m->nb; ++i) Ic[i] = mt_rigid_mat(&m->bodies[i], &pos[i]);
     for (int i = m->nb - 1; i >= 1; --i) {
         int p = m->bodies[i].parent;
         if (p > 0)
@@ -116,7 +117,7 @@ int mbk_matter_calc_kinetic_energy(const mbk_matter *m, const mbk_state *s, doub
     const mt_vel *vel = mt_cache(m, s, C_VEL);
     double e = 0.0;
     for (int i = 1; i < m->nb; ++i)
-        e += 0.5 * mbk_spatial_vec_dot(vel[i].V_GB, mbk_spatial_mat_mul_vec(pos[i].M_G, vel[i].V_GB));
+        e += 0.5 * mbk_spatial_vec_dot(vel[i].V_GB, mt_rigid_mul(&m->bodies[i], &pos[i], vel[i].V_GB));
     *ke = e;
     return MBK_OK;
 }
@@ -283,7 +284,7 @@ int mbk_matter_get_body_mass_props(const mbk_matter *m, int body, mbk_mass_props
     int rc = mt_need_body(m, body, fn);
     if (rc < 0) return rc;
     const mt_body *b = &m->bodies[body];
-    mbk_mat33 I_o = b->M_B.m00;
+    mbk_mat33 I_o = b->I_B;
     *mp = mbk_mass_props_from_origin(b->mass, b->com, I_o);
     return MBK_OK;
 }
@@ -315,7 +316,7 @@ int mbk_matter_calc_system_momentum(const mbk_matter *m, const mbk_state *s, mbk
     mbk_spatial_vec sum = mbk_spatial_vec_zero();
     /* Each body's momentum about its origin, moved to Ground's origin like a force. */
     for (int i = 1; i < m->nb; ++i) {
-        mbk_spatial_vec hb = mbk_spatial_mat_mul_vec(pos[i].M_G, vel[i].V_GB);
+        mbk_spatial_vec hb = mt_rigid_mul(&m->bodies[i], &pos[i], vel[i].V_GB);
         sum = mbk_spatial_vec_add(sum, mbk_spatial_shift_force(hb, mbk_vec3_neg(pos[i].X_GB.p)));
     }
     *h = sum;

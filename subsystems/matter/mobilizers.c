@@ -108,7 +108,10 @@ static const mbk_mobilizer_ops weld_ops = {.name = "Weld", .nu = 0, .nq = 0, .ca
 static void pin_X(const void *impl, bool euler, const double *q, mbk_transform *X)
 {
     (void)impl; (void)euler;
-    *X = mbk_transform_from_axis_angle(mbk_vec3_make(0, 0, 1), q[0], mbk_vec3_zero());
+    double c = cos(q[0]), sn = sin(q[0]);
+    mbk_mat33 R = {{{c, -sn, 0}, {sn, c, 0}, {0, 0, 1}}};
+    X->R = R;
+    X->p = mbk_vec3_zero();
 }
 
 static void pin_H(const void *impl, bool euler, const double *q, mbk_spatial_vec *H)
