@@ -87,12 +87,27 @@ mbk_mobilizer mbk_mobilizer_planar(void);
 mbk_mobilizer mbk_mobilizer_gimbal(void);
 /* Body-fixed XYZ angles then p_FM in F (6 q); u = qdot. */
 mbk_mobilizer mbk_mobilizer_bushing(void);
-/* Six functions of q: rotations about axes[0..2] (applied in that order,
-   each about the already-rotated frame's axis... see docs/matter.md), then
-   translations along axes[3..5] in F; function i reads the q listed in
-   coord_indices[i] (n_coords[i] of them); qdot = u, nu = nq. The mobilizer
-   takes ownership of the functions. On bad input returns {NULL, NULL} with
-   MBK_EINVAL recorded (and destroys the functions). */
+/* Like Simbody's MobilizedBody::FunctionBased: six scalar functions of the
+   mobilizer's nq coordinates (1..6) give three angles s0..s2 and three
+   lengths s3..s5, s_i = fns[i](q[coord_indices[i][0]], ...,
+   q[coord_indices[i][n_coords[i] - 1]]), and
+       R_FM = R(a0, s0) R(a1, s1) R(a2, s2),   p_FM = s3 a3 + s4 a4 + s5 a5,
+   where a_i = axes[i] normalized and R(a, s) is the right-handed rotation by
+   s about a. The rotations are a body-fixed sequence: a0 is fixed in F, a1
+   in the frame after the first rotation, a2 in the frame after the second;
+   the translation axes a3..a5 are fixed in F. axes == NULL means the
+   defaults x, y, z, x, y, z. u = qdot (nu = nq); V_FM = H u with H from the
+   functions' first partial derivatives and HDot u from their second.
+   Needs: each fns[i] valid with max_derivative_order >= 2 and n_args ==
+   n_coords[i]; each list of distinct indices in [0, nq) (coord_indices[i]
+   may be NULL when n_coords[i] == 0); every q read by some function; axes
+   finite and nonzero, the three rotation axes pairwise non-parallel and so
+   the three translation axes (|a_i x a_j| > 1e-5, as Simbody); a separate
+   function in every slot. The mobilizer takes ownership of the functions
+   (the System destroys them with the mobilizer). On bad input it returns
+   {NULL, NULL} with MBK_EINVAL recorded (MBK_ENOMEM if out of memory) and
+   destroys the functions. Fitting: u by least squares on H; q by
+   Gauss-Newton from q = 0 (a local best fit). See docs/custom_mobilizers.md. */
 mbk_mobilizer mbk_mobilizer_function_based(int nq, const mbk_function fns[6],
                                            const int *const coord_indices[6],
                                            const int n_coords[6], const mbk_vec3 axes[6]);
