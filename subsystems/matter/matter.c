@@ -353,40 +353,31 @@ static double pivot_tolerance(const mbk_spatial_mat *P, const mbk_spatial_vec *H
     return 1e-13 * h * h * p;
 }
 
-/* K X with K = skew(r): r x each column of X. */
-static mbk_mat33 skew_mul(mbk_vec3 r, const mbk_mat33 *X)
+/* Add to the parent's articulated inertia a symmetric inertia S taken about
+   a point r away (r from the parent's origin to S's point, negated), in place:
+   with K = skew(r) and S = [[A, B], [B^T, D]], the shifted inertia is
+   [[A - K B^T + T K, T], [T^T, D]] where T = B - K D. Only A, B and D are read. */
+static void add_shifted(mbk_spatial_mat *Pp, const mbk_spatial_mat *S, mbk_vec3 r)
 {
-    mbk_mat33 Y;
-    for (int j = 0; j < 3; ++j) {
-        mbk_vec3 c = mbk_vec3_cross(r, mbk_vec3_make(X->m[0][j], X->m[1][j], X->m[2][j]));
-        Y.m[0][j] = c.x; Y.m[1][j] = c.y; Y.m[2][j] = c.z;
+    const double (*A)[3] = S->m00.m, (*B)[3] = S->m01.m, (*D)[3] = S->m11.m;
+    double T[3][3];
+    for (int j = 0; j < 3; ++j) { /* T = B - K D, column by column */
+        mbk_vec3 kd = mbk_vec3_cross(r, mbk_vec3_make(D[0][j], D[1][j], D[2][j]));
+        T[0][j] = B[0][j] - kd.x; T[1][j] = B[1][j] - kd.y; T[2][j] = B[2][j] - kd.z;
     }
-    return Y;
-}
-
-/* X K with K = skew(r): each row x becomes -(r x x). */
-static mbk_mat33 mul_skew(const mbk_mat33 *X, mbk_vec3 r)
-{
-    mbk_mat33 Y;
     for (int i = 0; i < 3; ++i) {
-        mbk_vec3 c = mbk_vec3_cross(mbk_vec3_make(X->m[i][0], X->m[i][1], X->m[i][2]), r);
-        Y.m[i][0] = c.x; Y.m[i][1] = c.y; Y.m[i][2] = c.z;
+        /* row i of T K is -(r x T_i); column i of K B^T is r x B_i */
+        mbk_vec3 tk = mbk_vec3_cross(r, mbk_vec3_make(T[i][0], T[i][1], T[i][2]));
+        mbk_vec3 kb = mbk_vec3_cross(r, mbk_vec3_make(B[i][0], B[i][1], B[i][2]));
+        const double tkv[3] = {tk.x, tk.y, tk.z}, kbv[3] = {kb.x, kb.y, kb.z};
+        for (int j = 0; j < 3; ++j) {
+            Pp->m00.m[j][i] -= kbv[j];
+            Pp->m00.m[i][j] += A[i][j] - tkv[j];
+            Pp->m01.m[i][j] += T[i][j];
+            Pp->m10.m[j][i] += T[i][j];
+            Pp->m11.m[i][j] += D[i][j];
+        }
     }
-    return Y;
-}
-
-/* mbk_spatial_inertia_shift with the skew products done as cross products
-   (the articulated-inertia sweep's inner loop). */
-static mbk_spatial_mat shift_inertia(const mbk_spatial_mat *M, mbk_vec3 r)
-{
-    mbk_spatial_mat S;
-    mbk_mat33 KC = skew_mul(r, &M->m10), KD = skew_mul(r, &M->m11);
-    S.m01 = mbk_mat33_sub(M->m01, KD);
-    mbk_mat33 BK = mul_skew(&S.m01, r), DK = mul_skew(&M->m11, r);
-    S.m00 = mbk_mat33_add(mbk_mat33_sub(M->m00, KC), BK);
-    S.m10 = mbk_mat33_add(M->m10, DK);
-    S.m11 = M->m11;
-    return S;
 }
 
 /* One body's D^-1, G and P+ = P - P H D^-1 H^T P for any number of u. */
@@ -417,7 +408,14 @@ static int abi_one_dof(const mbk_spatial_mat *P, const mbk_spatial_vec *h, doubl
     if (!(D > pivot_tolerance(P, h, 1))) return -1;
     Dinv[0] = 1.0 / D;
     *G = mbk_spatial_vec_scale(PH, Dinv[0]);
-    *Pplus = mbk_spatial_mat_sub(*P, mbk_spatial_mat_outer(*G, PH));
+    /* P+ = P - G PH^T; symmetric, so the lower-left block is not needed */
+    const double *gw = &G->w.x, *gv = &G->v.x, *pw = &PH.w.x, *pv = &PH.v.x;
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+            Pplus->m00.m[i][j] = P->m00.m[i][j] - gw[i] * pw[j];
+            Pplus->m01.m[i][j] = P->m01.m[i][j] - gw[i] * pv[j];
+            Pplus->m11.m[i][j] = P->m11.m[i][j] - gv[i] * pv[j];
+        }
     return 0;
 }
 
@@ -440,8 +438,7 @@ int mt_realize_abi(const mbk_matter *m, const mbk_state *s)
             return mbk_set_error(MBK_ESINGULAR, "body %d: articulated inertia is singular along its "
                                  "mobilities; give massless bodies a massive child or add mass", i);
         if (b->parent == 0) continue; /* Ground's articulated inertia is never used */
-        mbk_spatial_mat shifted = shift_inertia(&Pplus, mbk_vec3_neg(pos[i].r_PB));
-        abi.P[b->parent] = mbk_spatial_mat_add(abi.P[b->parent], shifted);
+        add_shifted(&abi.P[b->parent], &Pplus, mbk_vec3_neg(pos[i].r_PB));
     }
     mbk_state_mark_cache_realized(s, m->sub, m->cache[C_ABI]);
     return MBK_OK;
