@@ -74,6 +74,10 @@ int mbk_matter_set_body_q_to_fit_transform(const mbk_matter *m, mbk_state *s, in
 /* Set a body's u so that V_FM best fits the given velocity (Position; invalidates Velocity). */
 int mbk_matter_set_body_u_to_fit_velocity(const mbk_matter *m, mbk_state *s, int body,
                                           const mbk_spatial_vec *V_FM);
+/* Put every quaternion in q back on unit length (Model; invalidates Position if
+   anything changed). External integrators call it after a step; results never
+   depend on it, since matter uses the normalized quaternion anyway. */
+int mbk_matter_normalize_quaternions(const mbk_matter *m, mbk_state *s);
 /* Mass matrix, nu x nu row-major, by the composite-rigid-body algorithm in O(n depth) (Position). */
 int mbk_matter_calc_mass_matrix(const mbk_matter *m, const mbk_state *s, double *M);
 /* Mv = M v in O(n) (Position). */

@@ -5,6 +5,7 @@
  * B's origin, forces are (moment about B's origin, force). Bodies are stored
  * in topological order (parent index < child index), so base-to-tip sweeps
  * run forwards and tip-to-base sweeps backwards over one array. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -687,6 +688,32 @@ int mbk_matter_get_body_acceleration(const mbk_matter *m, const mbk_state *s, in
     if (rc < 0 || (rc = mt_need_body(m, body, fn)) < 0) return rc;
     if (!A_GB) return mbk_set_error(MBK_EINVAL, "%s: output is NULL", fn);
     *A_GB = ((const mbk_spatial_vec *)mt_cache(m, s, C_ACC))[body];
+    return MBK_OK;
+}
+
+int mbk_matter_normalize_quaternions(const mbk_matter *m, mbk_state *s)
+{
+    const char *fn = "mbk_matter_normalize_quaternions";
+    int rc = mt_need(m, s, MBK_STAGE_MODEL, fn);
+    if (rc < 0) return rc;
+    bool euler = use_euler(m, s);
+    const int *lay = qlayout(m, s);
+    const double *q = mbk_state_get_subsystem_q(s, m->sub);
+    double *w = NULL; /* writable view, taken (and Position invalidated) only if needed */
+    for (int i = 1; i < m->nb; ++i) {
+        const mbk_mobilizer *mob = &m->bodies[i].mob;
+        int n = lay[2 * i + 1];
+        if (!mob->ops->normalize_q || n == 0) continue;
+        double qb[MBK_MOBILIZER_MAX_Q];
+        memcpy(qb, q + lay[2 * i], (size_t)n * sizeof(double));
+        mob->ops->normalize_q(mob->impl, euler, qb);
+        /* Already unit to round-off: leave it (and the State's stage) alone. */
+        double change = 0.0;
+        for (int k = 0; k < n; ++k) change = fmax(change, fabs(qb[k] - q[lay[2 * i] + k]));
+        if (change <= 4 * DBL_EPSILON) continue;
+        if (!w) w = mbk_state_upd_subsystem_q(s, m->sub);
+        memcpy(w + lay[2 * i], qb, (size_t)n * sizeof(double));
+    }
     return MBK_OK;
 }
 
