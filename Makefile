@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMBK_WERROR=ON
 RUN_ARGS ?=
 
-.PHONY: all deps build run test test-asan test-tsan clean
+.PHONY: all deps build run test test-asan test-tsan bench clean
 
 all: build
 
@@ -35,6 +35,17 @@ test-tsan: deps
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DMBK_WERROR=ON -DMBK_SANITIZE=thread -DMBK_WITH_SIMBODY=OFF
 	cmake --build build-tsan -j $(JOBS)
 	ctest --test-dir build-tsan --output-on-failure -L threads
+
+# Side-by-side benchmark against Simbody (Release, -O3 -march=native -DNDEBUG for mbk;
+# the Simbody side is compiled without NDEBUG). Writes docs/benchmarks.md and
+# benchmarks/results.csv. BENCH_ARGS=--quick for a short smoke run.
+BENCH_FLAGS = -O3 -march=native -DNDEBUG
+BENCH_ARGS ?=
+bench: deps
+	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DMBK_BUILD_BENCHMARKS=ON \
+	  "-DCMAKE_C_FLAGS_RELEASE=$(BENCH_FLAGS)" "-DCMAKE_CXX_FLAGS_RELEASE=$(BENCH_FLAGS)"
+	cmake --build build-bench -j $(JOBS) --target mbk_bench
+	build-bench/benchmarks/mbk_bench --md docs/benchmarks.md --csv benchmarks/results.csv $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan mbk-out

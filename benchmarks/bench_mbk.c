@@ -1,0 +1,279 @@
+/* bench_mbk.c - the mbk side of the benchmark.
+ *
+ * Gravity is a tiny subsystem added after matter: at Dynamics it adds m g at
+ * each body's centre of mass into the body-force accumulator, as the moment
+ * c_G x m g about the body origin and the force m g (c_G: the COM offset
+ * expressed in Ground, from the body transform). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mbk/mbk.h>
+
+#include "bench_sides.h"
+
+typedef struct grav {
+    const mbk_system *sys;
+    const mbk_matter *m;
+    int nb;
+    double *mass;     /* per body, Ground at 0 */
+    mbk_vec3 *com;    /* per body, in B */
+    mbk_vec3 g;
+} grav;
+
+static int grav_dynamics(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
+{
+    (void)c;
+    const grav *gr = impl;
+    mbk_spatial_vec *F = mbk_multibody_upd_body_forces(gr->sys, s);
+    if (!F) return mbk_last_status();
+    for (int i = 1; i < gr->nb; ++i) {
+        mbk_transform X;
+        int rc = mbk_matter_get_body_transform(gr->m, s, i, &X);
+        if (rc < 0) return rc;
+        mbk_vec3 f = mbk_vec3_scale(gr->g, gr->mass[i]);
+        mbk_vec3 c_G = mbk_mat33_mul_vec(X.R, gr->com[i]);
+        F[i].w = mbk_vec3_add(F[i].w, mbk_vec3_cross(c_G, f));
+        F[i].v = mbk_vec3_add(F[i].v, f);
+    }
+    return 0;
+}
+
+static void grav_destroy(void *impl)
+{
+    grav *gr = impl;
+    free(gr->mass);
+    free(gr->com);
+    free(gr);
+}
+
+static const mbk_subsystem_ops grav_ops = {
+    .name = "bench gravity",
+    .realize_dynamics = grav_dynamics,
+    .destroy = grav_destroy,
+};
+
+struct mb_side {
+    mbk_system *sys;
+    const mbk_matter *m;
+    mbk_state *s;
+    int nb, nq, nu;
+    double *q, *u, *v, *kud, *res, *minv, *M, *zeros;
+    mbk_spatial_vec *F; /* gravity body forces at q (for inverse dynamics) */
+    char err[512];
+};
+
+static char g_err[512];
+
+const char *mb_last_error(void) { return g_err; }
+long mb_allocation_count(void) { return mbk_get_allocation_count(); }
+
+static int fail(const char *what)
+{
+    snprintf(g_err, sizeof g_err, "mbk: %s: %s (%s)", what, mbk_last_error(),
+             mbk_status_name(mbk_last_status()));
+    return mbk_last_status() < 0 ? mbk_last_status() : -1;
+}
+
+static mbk_transform to_transform(const double *a)
+{
+    mbk_transform X;
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) X.R.m[i][j] = a[3 * i + j];
+    X.p = mbk_vec3_make(a[9], a[10], a[11]);
+    return X;
+}
+
+void mb_destroy(mb_side *s)
+{
+    if (!s) return;
+    mbk_state_destroy(s->s);
+    mbk_system_destroy(s->sys);
+    free(s->q);
+    free(s->u);
+    free(s->v);
+    free(s->kud);
+    free(s->res);
+    free(s->minv);
+    free(s->M);
+    free(s->zeros);
+    free(s->F);
+    free(s);
+}
+
+mb_side *mb_create(const bm_model *model)
+{
+    mb_side *s = calloc(1, sizeof *s);
+    grav *gr = calloc(1, sizeof *gr);
+    if (!s || !gr) goto oom;
+    s->nb = model->n + 1;
+    s->sys = mbk_multibody_create(model->name);
+    if (!s->sys) { fail("mbk_multibody_create"); goto bad; }
+    mbk_matter *m = mbk_multibody_upd_matter(s->sys);
+    for (int i = 1; i <= model->n; ++i) {
+        const bm_body *b = &model->bodies[i - 1];
+        mbk_transform X_PF = to_transform(b->X_PF), X_BM = to_transform(b->X_BM);
+        mbk_mat33 I = mbk_mat33_zero();
+        for (int r = 0; r < 3; ++r)
+            for (int c = 0; c < 3; ++c) I.m[r][c] = b->inertia[3 * r + c];
+        mbk_mass_props mp = mbk_mass_props_from_central(b->mass, mbk_vec3_make(b->com[0], b->com[1], b->com[2]), I);
+        mbk_mobilizer mob = b->type == BM_FREE ? mbk_mobilizer_free() : mbk_mobilizer_pin();
+        if (mbk_matter_add_body(m, b->parent, &X_PF, &mp, &X_BM, mob) != i) { fail("mbk_matter_add_body"); goto bad; }
+    }
+    gr->nb = s->nb;
+    gr->mass = calloc((size_t)s->nb, sizeof(double));
+    gr->com = calloc((size_t)s->nb, sizeof(mbk_vec3));
+    if (!gr->mass || !gr->com) goto oom;
+    for (int i = 1; i < s->nb; ++i) {
+        const bm_body *b = &model->bodies[i - 1];
+        gr->mass[i] = b->mass;
+        gr->com[i] = mbk_vec3_make(b->com[0], b->com[1], b->com[2]);
+    }
+    gr->g = mbk_vec3_make(model->gravity[0], model->gravity[1], model->gravity[2]);
+    if (mbk_system_add_subsystem(s->sys, &grav_ops, gr) < 0) { fail("mbk_system_add_subsystem"); goto bad; }
+    gr->sys = s->sys;
+    gr->m = s->m = mbk_multibody_get_matter(s->sys);
+    gr = NULL; /* owned by the System now */
+    if (mbk_system_realize_topology(s->sys) < 0) { fail("mbk_system_realize_topology"); goto bad; }
+    s->s = mbk_state_create();
+    if (!s->s || mbk_state_init(s->s, s->sys) < 0) { fail("mbk_state_init"); goto bad; }
+    if (mbk_system_realize(s->sys, s->s, MBK_STAGE_INSTANCE) < 0) { fail("realize Instance"); goto bad; }
+    s->nq = mbk_state_get_nq(s->s);
+    s->nu = mbk_state_get_nu(s->s);
+    if (s->nq != model->nq || s->nu != model->nu) {
+        snprintf(g_err, sizeof g_err, "mbk: %s has nq %d nu %d, expected %d %d", model->name, s->nq,
+                 s->nu, model->nq, model->nu);
+        goto bad;
+    }
+    for (int i = 1; i <= model->n; ++i)
+        if (mbk_matter_get_body_q_start(s->m, s->s, i) != model->q0[i] ||
+            mbk_matter_get_body_u_start(s->m, s->s, i) != model->u0[i]) {
+            snprintf(g_err, sizeof g_err, "mbk: %s: body %d q/u layout differs from body order", model->name, i);
+            goto bad;
+        }
+    size_t nq = (size_t)s->nq + 1, nu = (size_t)s->nu + 1;
+    s->q = calloc(nq, sizeof(double));
+    s->u = calloc(nu, sizeof(double));
+    s->v = calloc(nu, sizeof(double));
+    s->kud = calloc(nu, sizeof(double));
+    s->res = calloc(nu, sizeof(double));
+    s->minv = calloc(nu, sizeof(double));
+    s->zeros = calloc(nu, sizeof(double));
+    s->F = calloc((size_t)s->nb, sizeof(mbk_spatial_vec));
+    if (!s->q || !s->u || !s->v || !s->kud || !s->res || !s->minv || !s->zeros || !s->F) goto oom;
+    return s;
+oom:
+    snprintf(g_err, sizeof g_err, "mbk bench: out of memory");
+bad:
+    if (gr) grav_destroy(gr);
+    mb_destroy(s);
+    return NULL;
+}
+
+/* Set q and u, realize to Acceleration. */
+static int load(mb_side *s)
+{
+    if (mbk_state_set_q(s->s, s->q, s->nq) < 0) return fail("mbk_state_set_q");
+    if (mbk_state_set_u(s->s, s->u, s->nu) < 0) return fail("mbk_state_set_u");
+    if (mbk_system_realize(s->sys, s->s, MBK_STAGE_ACCELERATION) < 0) return fail("realize Acceleration");
+    return 0;
+}
+
+int mb_set_inputs(mb_side *s, const double *q, const double *u, const double *v, const double *known_udot)
+{
+    memcpy(s->q, q, (size_t)s->nq * sizeof(double));
+    memcpy(s->u, u, (size_t)s->nu * sizeof(double));
+    memcpy(s->v, v, (size_t)s->nu * sizeof(double));
+    memcpy(s->kud, known_udot, (size_t)s->nu * sizeof(double));
+    int rc = load(s);
+    if (rc < 0) return rc;
+    const mbk_spatial_vec *F = mbk_multibody_get_body_forces(s->sys, s->s);
+    if (!F) return fail("mbk_multibody_get_body_forces");
+    memcpy(s->F, F, (size_t)s->nb * sizeof *F);
+    return 0;
+}
+
+int mb_eval(mb_side *s, bench_out *out)
+{
+    int rc = load(s);
+    if (rc < 0) return rc;
+    if (out->udot) memcpy(out->udot, mbk_state_get_udot(s->s), (size_t)s->nu * sizeof(double));
+    if (out->residual &&
+        mbk_matter_calc_residual_force(s->m, s->s, s->zeros, s->F, s->kud, out->residual) < 0)
+        return fail("mbk_matter_calc_residual_force");
+    if (out->M && mbk_matter_calc_mass_matrix(s->m, s->s, out->M) < 0) return fail("mbk_matter_calc_mass_matrix");
+    if (out->minv_v && mbk_matter_multiply_by_M_inverse(s->m, s->s, s->v, out->minv_v) < 0)
+        return fail("mbk_matter_multiply_by_M_inverse");
+    return 0;
+}
+
+int mb_prepare(mb_side *s, bench_op op)
+{
+    if (op == OP_MASS && !s->M) {
+        s->M = malloc((size_t)s->nu * (size_t)s->nu * sizeof(double) + sizeof(double));
+        if (!s->M) {
+            snprintf(g_err, sizeof g_err, "mbk bench: out of memory for M");
+            return -1;
+        }
+    }
+    return load(s);
+}
+
+int mb_run(mb_side *s, bench_op op, long reps)
+{
+    mbk_state *st = s->s;
+    const mbk_system *sys = s->sys;
+    const mbk_matter *m = s->m;
+    int bad = 0;
+    switch (op) {
+    case OP_FULL:
+        for (long r = 0; r < reps; ++r) {
+            bad |= mbk_state_set_q(st, s->q, s->nq);
+            bad |= mbk_state_set_u(st, s->u, s->nu);
+            bad |= mbk_system_realize(sys, st, MBK_STAGE_ACCELERATION);
+        }
+        break;
+    case OP_UONLY:
+        for (long r = 0; r < reps; ++r) {
+            bad |= mbk_state_set_u(st, s->u, s->nu);
+            bad |= mbk_system_realize(sys, st, MBK_STAGE_ACCELERATION);
+        }
+        break;
+    case OP_RNEA:
+        for (long r = 0; r < reps; ++r)
+            bad |= mbk_matter_calc_residual_force(m, st, s->zeros, s->F, s->kud, s->res);
+        break;
+    case OP_MASS:
+        for (long r = 0; r < reps; ++r) bad |= mbk_matter_calc_mass_matrix(m, st, s->M);
+        break;
+    case OP_MINV:
+        for (long r = 0; r < reps; ++r) bad |= mbk_matter_multiply_by_M_inverse(m, st, s->v, s->minv);
+        break;
+    default:
+        return -1;
+    }
+    if (bad) return fail("timed operation");
+    return 0;
+}
+
+int mb_self_check(mb_side *s, double *rel)
+{
+    int rc = load(s);
+    if (rc < 0) return rc;
+    double *r0 = calloc((size_t)s->nu + 1, sizeof(double));
+    if (!r0) return -1;
+    double big = 1.0, err = 0.0;
+    if (mbk_matter_calc_residual_force(s->m, s->s, s->zeros, s->F, NULL, r0) < 0 ||
+        mbk_matter_calc_residual_force(s->m, s->s, s->zeros, s->F, mbk_state_get_udot(s->s), s->res) < 0) {
+        free(r0);
+        return fail("mbk_matter_calc_residual_force");
+    }
+    for (int i = 0; i < s->nu; ++i) {
+        double a = r0[i] < 0 ? -r0[i] : r0[i], e = s->res[i] < 0 ? -s->res[i] : s->res[i];
+        if (a > big) big = a;
+        if (e > err || e != e) err = e;
+    }
+    free(r0);
+    *rel = err / big;
+    return 0;
+}
