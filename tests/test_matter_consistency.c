@@ -169,7 +169,7 @@ static void build_model(model *md, int nbodies, int euler, const int *allowed, i
     md->forces = forces;
     if (forces) {
         memset(forces, 0, sizeof *forces);
-        CHECK_INT(mbk_system_add_subsystem(md->sys, &force_ops, forces), 1);
+        CHECK_INT(mbk_system_add_subsystem(md->sys, &force_ops, forces), 2); /* after matter and the general forces */
     }
     CHECK_INT(mbk_system_realize_topology(md->sys), MBK_OK);
     md->s = mbk_state_create();

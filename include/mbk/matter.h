@@ -22,7 +22,8 @@ extern "C" {
 
 typedef struct mbk_matter mbk_matter;
 
-/* A System holding a matter subsystem (index 0); forces are added to its accumulators. */
+/* A System holding a matter subsystem (index 0) and a general force subsystem
+   (index 1, mbk_multibody_upd_forces in mbk/forces.h). */
 mbk_system *mbk_multibody_create(const char *name);
 /* The matter subsystem of a multibody System (NULL if it has none). */
 mbk_matter *mbk_multibody_upd_matter(mbk_system *sys);
@@ -45,6 +46,8 @@ int mbk_matter_add_body(mbk_matter *m, int parent, const mbk_transform *X_PF,
                         mbk_mobilizer mobilizer);
 /* Number of bodies, Ground included. */
 int mbk_matter_get_num_bodies(const mbk_matter *m);
+/* Number of mobilities (u) of all bodies; a topology property (needs no State). */
+int mbk_matter_get_num_mobilities(const mbk_matter *m);
 /* Parent of a body (-1 for Ground or a bad index). */
 int mbk_matter_get_parent(const mbk_matter *m, int body);
 /* Choose Euler angles (true) or quaternions for Ball and Free mobilizers (Model stage). */

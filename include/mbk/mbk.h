@@ -5,6 +5,7 @@
 #include "mbk/alloc.h"
 #include "mbk/events.h"
 #include "mbk/function.h"
+#include "mbk/forces.h"
 #include "mbk/matter.h"
 #include "mbk/mobilizer.h"
 #include "mbk/spatial.h"

@@ -136,6 +136,8 @@ static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF
 
 int mbk_matter_get_num_bodies(const mbk_matter *m) { return m ? m->nb : 0; }
 
+int mbk_matter_get_num_mobilities(const mbk_matter *m) { return m ? m->nu : 0; }
+
 int mbk_matter_get_parent(const mbk_matter *m, int body)
 {
     if (!m || mt_need_body(m, body, "mbk_matter_get_parent") < 0) return -1;
@@ -576,26 +578,27 @@ static const mbk_subsystem_ops matter_ops = {
 /* Multibody System                                                     */
 /* ------------------------------------------------------------------ */
 
-mbk_system *mbk_multibody_create(const char *name)
+int mt_add_matter(mbk_system *sys)
 {
-    mbk_system *sys = mbk_system_create(name);
     mbk_matter *m = mbk_calloc(1, sizeof *m);
-    if (!sys || !m) goto fail;
+    if (!m) return MBK_ENOMEM;
     m->sys = sys;
     m->bodies = mbk_calloc(16, sizeof *m->bodies);
-    if (!m->bodies) goto fail;
+    if (!m->bodies) {
+        mbk_free(m);
+        return MBK_ENOMEM;
+    }
     m->cap = 16;
     m->nb = 1;
     m->bodies[0].parent = -1;
     m->bodies[0].mob = mbk_mobilizer_weld();
     m->bodies[0].X_PF = m->bodies[0].X_MB = mbk_transform_identity();
-    if (mbk_system_add_subsystem(sys, &matter_ops, m) != 0) goto fail;
-    return sys;
-fail:
-    if (m) mbk_free(m->bodies);
-    mbk_free(m);
-    mbk_system_destroy(sys);
-    return NULL;
+    int k = mbk_system_add_subsystem(sys, &matter_ops, m);
+    if (k < 0) {
+        mbk_free(m->bodies);
+        mbk_free(m);
+    }
+    return k;
 }
 
 mbk_matter *mbk_multibody_upd_matter(mbk_system *sys)

@@ -114,6 +114,8 @@ int mt_need(const mbk_matter *m, const mbk_state *s, mbk_stage stage, const char
 /* MBK_OK if body is a valid index. */
 int mt_need_body(const mbk_matter *m, int body, const char *fn);
 
+/* Add a matter subsystem to sys; returns its index. */
+int mt_add_matter(mbk_system *sys);
 /* Articulated-body inertias, tip to base, once per Position realization. */
 int mt_realize_abi(const mbk_matter *m, const mbk_state *s);
 /* Articulated-body sweeps: udot from mobility forces tau, body forces F and

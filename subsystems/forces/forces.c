@@ -1,0 +1,431 @@
+/* The general force subsystem: an ordered list of force elements, their
+ * per-State parameters and enabled flags, and the Dynamics-stage loop that
+ * adds every enabled element's forces into matter's accumulators. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mbk/alloc.h"
+#include "mbk/status.h"
+#include "forces_impl.h"
+
+/* ------------------------------------------------------------------ */
+/* Checks                                                               */
+/* ------------------------------------------------------------------ */
+
+int fe_check_body(const mbk_forces *f, int body, bool ground_ok, const char *fn)
+{
+    if (!f) return mbk_set_error(MBK_EINVAL, "%s: force subsystem is NULL", fn);
+    int nb = mbk_matter_get_num_bodies(mbk_multibody_get_matter(f->sys));
+    if (body < (ground_ok ? 0 : 1) || body >= nb)
+        return mbk_set_error(MBK_EINVAL, "%s: body %d does not exist; bodies are %d..%d%s", fn, body,
+                             ground_ok ? 0 : 1, nb - 1, ground_ok ? " (0 = Ground)" : "");
+    return MBK_OK;
+}
+
+int fe_check_finite(const double *v, int n, const char *what)
+{
+    for (int i = 0; i < n; ++i)
+        if (!isfinite(v[i]))
+            return mbk_set_error(MBK_EINVAL, "%s: value %d is %g; give finite numbers", what, i, v[i]);
+    return MBK_OK;
+}
+
+static int need_element(const mbk_forces *f, int force, const char *fn)
+{
+    if (!f) return mbk_set_error(MBK_EINVAL, "%s: force subsystem is NULL", fn);
+    if (force < 0 || force >= f->n)
+        return mbk_set_error(MBK_EINVAL, "%s: element %d does not exist; there are %d", fn, force, f->n);
+    return MBK_OK;
+}
+
+/* An element may be added only while the topology is open. */
+static int need_open(const mbk_forces *f, const char *fn)
+{
+    if (!f) return mbk_set_error(MBK_EINVAL, "%s: force subsystem is NULL", fn);
+    if (mbk_system_is_topology_realized(f->sys))
+        return mbk_set_error(MBK_ESTAGE, "%s: the System's topology is realized; call "
+                             "mbk_system_invalidate_topology before adding force elements", fn);
+    return MBK_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Adding elements                                                      */
+/* ------------------------------------------------------------------ */
+
+static fe_elem *append(mbk_forces *f)
+{
+    if (f->n == f->cap) {
+        int cap = f->cap ? 2 * f->cap : 8;
+        fe_elem *e = mbk_realloc(f->elems, (size_t)cap * sizeof *e);
+        if (!e) return NULL;
+        f->elems = e;
+        f->cap = cap;
+    }
+    fe_elem *e = &f->elems[f->n];
+    memset(e, 0, sizeof *e);
+    e->param_var = e->cache = -1;
+    return e;
+}
+
+int fe_add(mbk_forces *f, const fe_kind *kind, const fe_elem *where, const double *params)
+{
+    int rc = need_open(f, kind->name);
+    if (rc < 0) return rc;
+    if ((rc = fe_check_finite(params, kind->nparams, kind->name)) < 0) return rc;
+    if ((rc = kind->check(params)) < 0) return rc;
+    fe_elem *e = append(f);
+    if (!e) return MBK_ENOMEM;
+    *e = *where;
+    e->kind = kind;
+    e->impl = NULL;
+    e->param_var = e->cache = -1;
+    memcpy(e->defaults, params, (size_t)kind->nparams * sizeof(double));
+    return f->n++;
+}
+
+int mbk_force_add_custom(mbk_forces *f, const mbk_force_ops *ops, void *impl)
+{
+    const char *fn = "mbk_force_add_custom";
+    int rc = need_open(f, fn);
+    if (rc < 0) return rc;
+    if (!ops || (!ops->calc_force && !ops->calc_potential_energy))
+        return mbk_set_error(MBK_EINVAL, "%s: give an ops table with calc_force or calc_potential_energy", fn);
+    fe_elem *e = append(f);
+    if (!e) return MBK_ENOMEM;
+    e->ops = *ops;
+    e->impl = impl;
+    return f->n++;
+}
+
+/* ------------------------------------------------------------------ */
+/* Realization                                                          */
+/* ------------------------------------------------------------------ */
+
+/* Call one of the custom elements' own realize ops. */
+static int custom_realize(const mbk_forces *f, const mbk_subsystem_ctx *c, mbk_state *s, int which)
+{
+    for (int i = 0; i < f->n; ++i) {
+        const fe_elem *e = &f->elems[i];
+        mbk_realize_fn op = which == 0 ? e->ops.realize_topology
+                            : which == 1 ? e->ops.realize_model : e->ops.realize_instance;
+        int rc = (!e->kind && op) ? op(e->impl, c, s) : 0;
+        if (rc != 0) return rc;
+    }
+    return 0;
+}
+
+static int fs_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
+{
+    mbk_forces *f = impl;
+    const mbk_matter *m = mbk_multibody_get_matter(f->sys);
+    int k = mbk_subsystem_ctx_get_index(c);
+    f->sub = k;
+    f->nb = mbk_matter_get_num_bodies(m);
+    f->nu = mbk_matter_get_num_mobilities(m);
+    /* One flag per element, all on, so enabling never re-lays out the State. */
+    mbk_value_type flags = mbk_value_array_of_int(f->n > 0 ? f->n : 1);
+    int *on = mbk_calloc((size_t)(f->n > 0 ? f->n : 1), sizeof(int));
+    if (!on) return MBK_ENOMEM;
+    for (int i = 0; i < f->n; ++i) on[i] = 1;
+    f->enabled_var = mbk_state_allocate_discrete(s, k, MBK_STAGE_INSTANCE, &flags, on);
+    mbk_free(on);
+    if (f->enabled_var < 0) return f->enabled_var;
+    for (int i = 0; i < f->n; ++i) {
+        fe_elem *e = &f->elems[i];
+        if (e->kind) {
+            mbk_value_type t = mbk_value_array_of_double(e->kind->nparams);
+            e->param_var = mbk_state_allocate_discrete(s, k, MBK_STAGE_DYNAMICS, &t, e->defaults);
+            if (e->param_var < 0) return e->param_var;
+        } else if (e->ops.depends_only_on_positions) {
+            /* forces computed at most once per Position realization */
+            mbk_value_type t = mbk_value_bytes((size_t)f->nb * sizeof(mbk_spatial_vec) +
+                                               (size_t)(f->nu + 1) * sizeof(double), 64);
+            e->cache = mbk_state_allocate_lazy_cache(s, k, MBK_STAGE_POSITION, &t, NULL);
+            if (e->cache < 0) return e->cache;
+        }
+    }
+    return custom_realize(f, c, s, 0);
+}
+
+static int fs_model(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
+{
+    return custom_realize(impl, c, s, 1);
+}
+
+/* Mobility elements need qdot = u on their coordinate: checked once sizes are known. */
+static int fs_instance(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
+{
+    const mbk_forces *f = impl;
+    const mbk_matter *m = mbk_multibody_get_matter(f->sys);
+    for (int i = 0; i < f->n; ++i) {
+        const fe_elem *e = &f->elems[i];
+        if (e->kind != &fe_mob_spring && e->kind != &fe_mob_damper && e->kind != &fe_mob_constant &&
+            e->kind != &fe_mob_stop)
+            continue;
+        int nq = mbk_matter_get_body_num_q(m, s, e->body[0]), nu = mbk_matter_get_body_num_u(m, s, e->body[0]);
+        bool uses_q = e->kind == &fe_mob_spring || e->kind == &fe_mob_stop;
+        if (e->coord >= nu || (uses_q && (e->coord >= nq || nq != nu)))
+            return mbk_set_error(MBK_EINVAL,
+                                 "force element %d (%s): body %d has nq = %d, nu = %d; coordinate %d "
+                                 "is out of range or its qdot is not its u (use Euler angles, or a "
+                                 "custom force)", i, e->kind->name, e->body[0], nq, nu, e->coord);
+    }
+    return custom_realize(impl, c, s, 2);
+}
+
+static const int *enabled_flags(const mbk_forces *f, const mbk_state *s)
+{
+    return mbk_state_get_discrete(s, f->sub, f->enabled_var);
+}
+
+static const double *params_of(const mbk_forces *f, const fe_elem *e, const mbk_state *s)
+{
+    return mbk_state_get_discrete(s, f->sub, e->param_var);
+}
+
+/* A position-only custom element: reuse its forces while q and t stay put. */
+static int cached_custom_force(const mbk_forces *f, const fe_elem *e, const mbk_force_ctx *c,
+                               const mbk_state *s, mbk_spatial_vec *F, double *tau)
+{
+    mbk_spatial_vec *cF = mbk_state_upd_cache(s, f->sub, e->cache);
+    double *ctau = (double *)(cF + f->nb);
+    if (!mbk_state_is_cache_realized(s, f->sub, e->cache)) {
+        memset(cF, 0, (size_t)f->nb * sizeof *cF + (size_t)f->nu * sizeof *ctau);
+        int rc = e->ops.calc_force(e->impl, c, s, cF, ctau);
+        if (rc != 0) return rc;
+        mbk_state_mark_cache_realized(s, f->sub, e->cache);
+    }
+    for (int b = 0; b < f->nb; ++b) F[b] = mbk_spatial_vec_add(F[b], cF[b]);
+    for (int j = 0; j < f->nu; ++j) tau[j] += ctau[j];
+    return 0;
+}
+
+static int fs_dynamics(void *impl, const mbk_subsystem_ctx *sc, mbk_state *s)
+{
+    const mbk_forces *f = impl;
+    const mbk_system *sys = mbk_subsystem_ctx_get_system(sc);
+    mbk_spatial_vec *F = mbk_multibody_upd_body_forces(sys, s);
+    double *tau = mbk_multibody_upd_mobility_forces(sys, s);
+    const int *on = enabled_flags(f, s);
+    if (!F || !tau) return mbk_last_status();
+    for (int i = 0; i < f->n; ++i) {
+        if (!on[i]) continue;
+        const fe_elem *e = &f->elems[i];
+        mbk_force_ctx c = {f, i};
+        int rc = 0;
+        if (e->kind) rc = e->kind->force(e, params_of(f, e, s), &c, s, F, tau);
+        else if (e->cache >= 0) rc = cached_custom_force(f, e, &c, s, F, tau);
+        else if (e->ops.calc_force) rc = e->ops.calc_force(e->impl, &c, s, F, tau);
+        if (rc != 0) {
+            const char *name = e->kind ? e->kind->name : e->ops.name ? e->ops.name : "custom";
+            if (rc > 0) return rc;
+            return mbk_set_error(rc == mbk_last_status() ? rc : MBK_EUSER,
+                                 "force element %d (%s) failed: %s", i, name, mbk_last_error());
+        }
+    }
+    return 0;
+}
+
+/* One element's potential energy, added into *pe. */
+static int element_energy(const mbk_forces *f, int i, const mbk_state *s, double *pe)
+{
+    const fe_elem *e = &f->elems[i];
+    mbk_force_ctx c = {f, i};
+    if (e->kind) return e->kind->energy ? e->kind->energy(e, params_of(f, e, s), &c, s, pe) : 0;
+    return e->ops.calc_potential_energy ? e->ops.calc_potential_energy(e->impl, &c, s, pe) : 0;
+}
+
+static int fs_potential(void *impl, const mbk_subsystem_ctx *sc, const mbk_state *s, double *pe)
+{
+    (void)sc;
+    const mbk_forces *f = impl;
+    const int *on = enabled_flags(f, s);
+    for (int i = 0; i < f->n; ++i) {
+        int rc = on[i] ? element_energy(f, i, s, pe) : 0;
+        if (rc != 0) return rc;
+    }
+    return 0;
+}
+
+static void fs_destroy(void *impl)
+{
+    mbk_forces *f = impl;
+    for (int i = 0; i < f->n; ++i)
+        if (!f->elems[i].kind && f->elems[i].ops.destroy) f->elems[i].ops.destroy(f->elems[i].impl);
+    mbk_free(f->elems);
+    mbk_free(f);
+}
+
+static const mbk_subsystem_ops forces_ops = {
+    .name = "forces",
+    .realize_topology = fs_topology,
+    .realize_model = fs_model,
+    .realize_instance = fs_instance,
+    .realize_dynamics = fs_dynamics,
+    .calc_potential_energy = fs_potential,
+    .destroy = fs_destroy,
+};
+
+/* ------------------------------------------------------------------ */
+/* Finding force subsystems                                             */
+/* ------------------------------------------------------------------ */
+
+mbk_forces *mbk_multibody_add_forces(mbk_system *sys, const char *name)
+{
+    (void)name;
+    if (!mbk_multibody_get_matter(sys)) {
+        mbk_set_error(MBK_EINVAL, "mbk_multibody_add_forces: the System has no matter subsystem; "
+                                  "create it with mbk_multibody_create");
+        return NULL;
+    }
+    mbk_forces *f = mbk_calloc(1, sizeof *f);
+    if (!f) return NULL;
+    f->sys = sys;
+    f->sub = mbk_system_add_subsystem(sys, &forces_ops, f);
+    if (f->sub < 0) {
+        mbk_free(f);
+        return NULL;
+    }
+    return f;
+}
+
+mbk_forces *mbk_multibody_upd_forces(mbk_system *sys)
+{
+    int k = mbk_system_find_subsystem(sys, &forces_ops);
+    return k < 0 ? NULL : mbk_system_upd_subsystem_impl(sys, k);
+}
+
+const mbk_forces *mbk_multibody_get_forces(const mbk_system *sys)
+{
+    int k = mbk_system_find_subsystem(sys, &forces_ops);
+    return k < 0 ? NULL : mbk_system_get_subsystem_impl(sys, k);
+}
+
+int mbk_forces_get_subsystem_index(const mbk_forces *f) { return f ? f->sub : MBK_EINVAL; }
+
+int mbk_forces_get_num_elements(const mbk_forces *f) { return f ? f->n : 0; }
+
+const mbk_system *mbk_force_ctx_get_system(const mbk_force_ctx *c) { return c ? c->f->sys : NULL; }
+
+const mbk_matter *mbk_force_ctx_get_matter(const mbk_force_ctx *c)
+{
+    return c ? mbk_multibody_get_matter(c->f->sys) : NULL;
+}
+
+int mbk_force_ctx_get_element(const mbk_force_ctx *c) { return c ? c->element : -1; }
+
+int mbk_force_ctx_get_subsystem(const mbk_force_ctx *c) { return c ? c->f->sub : -1; }
+
+/* ------------------------------------------------------------------ */
+/* Per-State parameters                                                 */
+/* ------------------------------------------------------------------ */
+
+/* Element checks plus a State of this System. */
+static int need_state(const mbk_forces *f, const mbk_state *s, int force, const char *fn)
+{
+    int rc = need_element(f, force, fn);
+    if (rc < 0) return rc;
+    return mbk_system_check_state(f->sys, s);
+}
+
+int mbk_force_set_enabled(const mbk_forces *f, mbk_state *s, int force, bool on)
+{
+    int rc = need_state(f, s, force, "mbk_force_set_enabled");
+    if (rc < 0) return rc;
+    if (!!enabled_flags(f, s)[force] == on) return MBK_OK; /* nothing changes: keep the stage */
+    int *flags = mbk_state_upd_discrete(s, f->sub, f->enabled_var);
+    if (!flags) return mbk_last_status();
+    flags[force] = on;
+    return MBK_OK;
+}
+
+bool mbk_force_is_enabled(const mbk_forces *f, const mbk_state *s, int force)
+{
+    return need_state(f, s, force, "mbk_force_is_enabled") == MBK_OK && enabled_flags(f, s)[force];
+}
+
+int mbk_force_get_num_parameters(const mbk_forces *f, int force)
+{
+    int rc = need_element(f, force, "mbk_force_get_num_parameters");
+    if (rc < 0) return rc;
+    return f->elems[force].kind ? f->elems[force].kind->nparams : 0;
+}
+
+/* Element, State and parameter count all right. */
+static int need_params(const mbk_forces *f, const mbk_state *s, int force, const double *v, int n,
+                       const char *fn)
+{
+    int rc = need_state(f, s, force, fn);
+    if (rc < 0) return rc;
+    const fe_kind *k = f->elems[force].kind;
+    if (!k) return mbk_set_error(MBK_EINVAL, "%s: element %d is custom; it keeps its own parameters", fn, force);
+    if (!v || n != k->nparams)
+        return mbk_set_error(MBK_EINVAL, "%s: element %d (%s) has %d parameters, got %d%s", fn, force,
+                             k->name, k->nparams, n, v ? "" : " and a NULL array");
+    return MBK_OK;
+}
+
+int mbk_force_get_parameters(const mbk_forces *f, const mbk_state *s, int force, double *values, int n)
+{
+    int rc = need_params(f, s, force, values, n, "mbk_force_get_parameters");
+    if (rc < 0) return rc;
+    memcpy(values, params_of(f, &f->elems[force], s), (size_t)n * sizeof(double));
+    return MBK_OK;
+}
+
+int mbk_force_set_parameters(const mbk_forces *f, mbk_state *s, int force, const double *values, int n)
+{
+    const char *fn = "mbk_force_set_parameters";
+    int rc = need_params(f, s, force, values, n, fn);
+    if (rc < 0) return rc;
+    const fe_elem *e = &f->elems[force];
+    if ((rc = fe_check_finite(values, n, fn)) < 0 || (rc = e->kind->check(values)) < 0) return rc;
+    double *p = mbk_state_upd_discrete(s, f->sub, e->param_var);
+    if (!p) return mbk_last_status();
+    memcpy(p, values, (size_t)n * sizeof(double));
+    return MBK_OK;
+}
+
+int mbk_force_set_gravity(const mbk_forces *f, mbk_state *s, int force, mbk_vec3 g)
+{
+    const char *fn = "mbk_force_set_gravity";
+    int rc = need_state(f, s, force, fn);
+    if (rc < 0) return rc;
+    if (f->elems[force].kind != &fe_gravity)
+        return mbk_set_error(MBK_EINVAL, "%s: element %d is not a gravity element", fn, force);
+    double p[4];
+    memcpy(p, params_of(f, &f->elems[force], s), sizeof p);
+    p[0] = g.x;
+    p[1] = g.y;
+    p[2] = g.z;
+    return mbk_force_set_parameters(f, s, force, p, 4);
+}
+
+int mbk_force_set_name(mbk_forces *f, int force, const char *name)
+{
+    int rc = need_element(f, force, "mbk_force_set_name");
+    if (rc < 0) return rc;
+    if (!name) return mbk_set_error(MBK_EINVAL, "mbk_force_set_name: name is NULL");
+    snprintf(f->elems[force].name, sizeof f->elems[force].name, "%s", name);
+    return MBK_OK;
+}
+
+int mbk_force_find(const mbk_forces *f, const char *name)
+{
+    for (int i = 0; f && name && i < f->n; ++i)
+        if (strcmp(f->elems[i].name, name) == 0) return i;
+    return -1;
+}
+
+int mbk_force_calc_potential_energy(const mbk_forces *f, const mbk_state *s, int force, double *pe)
+{
+    const char *fn = "mbk_force_calc_potential_energy";
+    int rc = need_state(f, s, force, fn);
+    if (rc < 0) return rc;
+    if (!pe) return mbk_set_error(MBK_EINVAL, "%s: pe is NULL", fn);
+    if (mbk_state_get_stage(s) < MBK_STAGE_POSITION)
+        return mbk_set_error(MBK_ESTAGE, "%s: realize to Position first", fn);
+    *pe = 0.0;
+    return enabled_flags(f, s)[force] ? element_energy(f, force, s, pe) : MBK_OK;
+}

@@ -1,0 +1,67 @@
+/* Private layout of the general force subsystem, shared by its source files. */
+#ifndef MBK_FORCES_IMPL_H
+#define MBK_FORCES_IMPL_H
+
+#include "mbk/forces.h"
+
+#define FE_MAX_PARAMS 12
+
+typedef struct fe_elem fe_elem;
+
+/* The law of a built-in element: its parameters are FE_MAX_PARAMS doubles at most. */
+typedef struct fe_kind {
+    const char *name;  /* "two-point linear spring", for messages */
+    int nparams;       /* how many parameters it keeps in the State */
+    /* MBK_OK, or MBK_EINVAL with a message, for a parameter set */
+    int (*check)(const double *p);
+    /* add the element's forces */
+    int (*force)(const fe_elem *e, const double *p, const mbk_force_ctx *c, const mbk_state *s,
+                 mbk_spatial_vec *F, double *tau);
+    /* add the element's potential energy (NULL: none) */
+    int (*energy)(const fe_elem *e, const double *p, const mbk_force_ctx *c, const mbk_state *s,
+                  double *pe);
+} fe_kind;
+
+/* One element: a built-in law or custom ops, and where it acts. */
+struct fe_elem {
+    const fe_kind *kind;              /* built-in law, or NULL for a custom element */
+    mbk_force_ops ops;                /* custom ops (copied) */
+    void *impl;                       /* custom data, owned */
+    int body[2];                      /* bodies acted on */
+    mbk_vec3 station[2];              /* points on them, in each body's frame */
+    mbk_transform frame[2];           /* frames on them (bushing: F on body[0], M on body[1]) */
+    int coord;                        /* q or u index within body[0]'s mobilizer */
+    double radius, height;            /* contact: sphere radius, ground plane height */
+    double defaults[FE_MAX_PARAMS];   /* parameters new States start with */
+    int param_var;                    /* discrete variable with the parameters (-1: none) */
+    int cache;                        /* cached forces of a position-only custom element (-1: none) */
+    char name[64];                    /* optional name */
+};
+
+struct mbk_forces {
+    mbk_system *sys;   /* owning System */
+    int sub;           /* subsystem index */
+    fe_elem *elems;    /* elements in the order added */
+    int n, cap;        /* count and capacity */
+    int enabled_var;   /* discrete variable (Instance): one int per element */
+    int nb, nu;        /* body count (with Ground) and u count of matter, fixed at Topology */
+};
+
+struct mbk_force_ctx {
+    const mbk_forces *f; /* the force subsystem */
+    int element;         /* the element's index */
+};
+
+/* Built-in laws (force_elements.c, bushing.c, contact.c). */
+extern const fe_kind fe_gravity, fe_tp_spring, fe_tp_damper, fe_tp_constant, fe_mob_spring,
+    fe_mob_damper, fe_mob_constant, fe_mob_stop, fe_constant_force, fe_constant_torque,
+    fe_bushing, fe_hunt_crossley;
+
+/* Append an element of a built-in kind with its default parameters (checked). */
+int fe_add(mbk_forces *f, const fe_kind *kind, const fe_elem *where, const double *params);
+/* MBK_OK if body is a body index of the matter subsystem (Ground allowed when ground_ok). */
+int fe_check_body(const mbk_forces *f, int body, bool ground_ok, const char *fn);
+/* MBK_OK if all n values are finite (message names what). */
+int fe_check_finite(const double *v, int n, const char *what);
+
+#endif
