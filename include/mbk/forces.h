@@ -71,7 +71,8 @@ typedef struct mbk_force_ops {
 int mbk_force_add_custom(mbk_forces *f, const mbk_force_ops *ops, void *impl);
 
 /* ---- built-in elements; each returns the new element's index ---- */
-/* Uniform gravity g on every body; PE = sum m (|g| zero_height - g . p_com)... see docs. */
+/* Uniform gravity g on every body. Parameters (gx, gy, gz, zero_height);
+   PE = -sum m (g . p_com + zero_height), zero_height starting at 0 (Simbody's law). */
 int mbk_force_add_gravity(mbk_forces *f, mbk_vec3 g);
 /* Linear spring between stations s1 on b1 and s2 on b2: tension k (d - x0), PE k (d - x0)^2 / 2. */
 int mbk_force_add_two_point_linear_spring(mbk_forces *f, int b1, mbk_vec3 s1, int b2, mbk_vec3 s2,
@@ -101,8 +102,8 @@ int mbk_force_add_linear_bushing(mbk_forces *f, int b1, const mbk_transform *X_B
                                  const mbk_transform *X_B2M, const double stiffness[6],
                                  const double damping[6]);
 /* Hunt-Crossley contact of a sphere (centre in B, radius) on a body with the ground
-   half-space z <= height, with friction: parameters stiffness, dissipation, static,
-   dynamic and viscous friction, transition velocity. */
+   half-space z <= height, both of one material: params = (plane-strain modulus E,
+   dissipation c, static, dynamic and viscous friction, transition velocity). */
 int mbk_force_add_hunt_crossley_sphere(mbk_forces *f, int body, mbk_vec3 center, double radius,
                                        double height, const double params[6]);
 

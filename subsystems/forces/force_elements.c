@@ -87,7 +87,8 @@ static int gravity_force(const fe_elem *e, const double *p, const mbk_force_ctx 
     return 0;
 }
 
-/* PE = sum m (-g . p_com - |g| zero_height): zero when every centre of mass is at the zero height. */
+/* PE = -sum m (g . p_com + zero_height), as Simbody's UniformGravity: the zero
+   height is added to g . p, so PE vanishes where g . p_com = -zero_height. */
 static int gravity_energy(const fe_elem *e, const double *p, const mbk_force_ctx *c, const mbk_state *s,
                           double *pe)
 {
@@ -95,10 +96,9 @@ static int gravity_energy(const fe_elem *e, const double *p, const mbk_force_ctx
     const mbk_matter *m = mbk_force_ctx_get_matter(c);
     const mt_pos *pos = mt_cache(m, s, C_POS);
     mbk_vec3 g = mbk_vec3_make(p[0], p[1], p[2]);
-    double gmag = mbk_vec3_norm(g);
     for (int b = 1; b < m->nb; ++b) {
         mbk_vec3 com = mbk_vec3_add(pos[b].X_GB.p, pos[b].c_G);
-        *pe -= m->bodies[b].mass * (mbk_vec3_dot(g, com) + gmag * p[3]);
+        *pe -= m->bodies[b].mass * (mbk_vec3_dot(g, com) + p[3]);
     }
     return 0;
 }
@@ -154,17 +154,10 @@ static int tp_constant_force(const fe_elem *e, const double *p, const mbk_force_
     return 0;
 }
 
-static int tp_constant_energy(const fe_elem *e, const double *p, const mbk_force_ctx *c, const mbk_state *s,
-                              double *pe)
-{
-    mbk_vec3 dir;
-    *pe -= p[0] * two_point(e, c, s, &dir, NULL);
-    return 0;
-}
-
 const fe_kind fe_tp_spring = {"two-point linear spring", 2, check_first_nonnegative, tp_spring_force, tp_spring_energy};
 const fe_kind fe_tp_damper = {"two-point linear damper", 1, check_first_nonnegative, tp_damper_force, NULL};
-const fe_kind fe_tp_constant = {"two-point constant force", 1, check_any, tp_constant_force, tp_constant_energy};
+/* Like Simbody, constant forces store no potential energy: their work counts as external. */
+const fe_kind fe_tp_constant = {"two-point constant force", 1, check_any, tp_constant_force, NULL};
 
 /* Where a two-point element acts; checks the bodies. */
 static int two_point_where(mbk_forces *f, fe_elem *w, int b1, mbk_vec3 s1, int b2, mbk_vec3 s2,
