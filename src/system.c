@@ -347,3 +347,18 @@ int mbk_system_calc_ydot(const mbk_system *sys, mbk_state *s, double t, const do
     memcpy(ydot, mbk_state_get_ydot(s), (size_t)mbk_state_get_ny(s) * sizeof(double));
     return MBK_OK;
 }
+
+int mbk_system_project(const mbk_system *sys, mbk_state *s, double tol)
+{
+    int rc = mbk_system_realize(sys, s, MBK_STAGE_INSTANCE);
+    if (rc < 0) return rc;
+    if (!(tol > 0)) return mbk_set_error(MBK_EINVAL, "mbk_system_project: tol = %g; give a tolerance > 0", tol);
+    for (int k = 0; k < sys->nsub; ++k) {
+        const sys_sub *b = sys->subs[k];
+        if (!b->ops.project) continue;
+        mbk_clear_error();
+        rc = b->ops.project(b->impl, &b->ctx, s, tol);
+        if (rc != 0) return op_failure(sys, k, "project", rc);
+    }
+    return mbk_system_realize(sys, s, MBK_STAGE_VELOCITY);
+}

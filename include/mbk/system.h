@@ -45,6 +45,9 @@ typedef struct mbk_subsystem_ops {
     /* Time of the next scheduled event and its ids (capacity in *n_events on entry). */
     int (*next_scheduled_event)(void *impl, const mbk_subsystem_ctx *c, const mbk_state *s,
                                 double *t_next, int *event_ids, int *n_events);
+    /* Move this subsystem's q, then u, back onto its constraint manifold (errors within
+       tol) and normalize what needs it; called by mbk_system_project. */
+    int (*project)(void *impl, const mbk_subsystem_ctx *c, mbk_state *s, double tol);
     /* Free impl; called by mbk_system_destroy. */
     void (*destroy)(void *impl);
 } mbk_subsystem_ops;
@@ -99,6 +102,11 @@ int mbk_system_calc_energy(const mbk_system *sys, const mbk_state *s, double *ki
    State's), realizes to Acceleration and copies [qdot udot zdot] into ydot. */
 int mbk_system_calc_ydot(const mbk_system *sys, mbk_state *s, double t, const double *y,
                          double *ydot);
+/* Put s back on the constraint manifold: every subsystem's project op in order
+   (quaternions normalized, q then u projected so position and velocity errors
+   are within tol). Leaves the State realized to Velocity. MBK_ECONVERGE if a
+   projection fails; the State is then unchanged. */
+int mbk_system_project(const mbk_system *sys, mbk_state *s, double tol);
 
 #ifdef __cplusplus
 }

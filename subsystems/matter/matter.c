@@ -553,6 +553,13 @@ static int mt_kinetic(void *impl, const mbk_subsystem_ctx *c, const mbk_state *s
     return rc < 0 ? rc : 0;
 }
 
+/* Projection: quaternions back on unit length (constraints will add q and u projection). */
+static int mt_project(void *impl, const mbk_subsystem_ctx *c, mbk_state *s, double tol)
+{
+    (void)c; (void)tol;
+    return mbk_matter_normalize_quaternions(impl, s) < 0 ? mbk_last_status() : 0;
+}
+
 static void mt_destroy(void *impl)
 {
     mbk_matter *m = impl;
@@ -571,6 +578,7 @@ static const mbk_subsystem_ops matter_ops = {
     .realize_dynamics = mt_dynamics,
     .realize_acceleration = mt_acceleration,
     .calc_kinetic_energy = mt_kinetic,
+    .project = mt_project,
     .destroy = mt_destroy,
 };
 
