@@ -171,12 +171,12 @@ static int mt_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         [C_SCRATCH] = {MBK_STAGE_TOPOLOGY, MBK_STAGE_INFINITY, 2 * (size_t)m->nb * sizeof(mbk_spatial_vec)},
         [C_SCRATCH_MAT] = {MBK_STAGE_TOPOLOGY, MBK_STAGE_INFINITY, (size_t)m->nb * sizeof(mbk_spatial_mat)},
     };
-    for (int i = 0; i < NUM_CACHE; ++i) {
+    for (int i = 0; i < C_CSLOTS; ++i) {
         mbk_value_type t = mbk_value_bytes(spec[i].bytes, 64);
         m->cache[i] = mbk_state_allocate_cache(s, k, (mbk_stage)spec[i].dep, (mbk_stage)spec[i].by, &t, NULL);
         if (m->cache[i] < 0) return -1;
     }
-    return 0;
+    return mt_constraints_topology(m, s) < 0 ? -1 : 0;
 }
 
 /* q depend on the Euler choice: allocate them at Model and record each body's slice. */
@@ -199,6 +199,13 @@ static int mt_model(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     int rc = mbk_state_allocate_q(s, mbk_subsystem_ctx_get_index(c), nq, q0);
     mbk_free(q0);
     return rc < 0 ? rc : 0;
+}
+
+/* Constraint error slots for the enabled constraints. */
+static int mt_instance(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
+{
+    (void)c;
+    return mt_constraints_instance(impl, s);
 }
 
 /* Body poses, H in Ground and spatial inertias in Ground, base to tip. */
@@ -238,7 +245,7 @@ static int mt_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         for (int j = 0; j < b->nu; ++j)
             Hb[j] = mbk_spatial_rotate(p->R_GF, mbk_spatial_shift_motion(Hb[j], p_MB_F));
     }
-    return 0;
+    return m->ncons ? mt_constraints_position(m, s) : 0;
 }
 
 /* V_PB = H u for one body, in G at B's origin. */
@@ -308,7 +315,7 @@ static int mt_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         if (b->mob.ops->calc_qdot) b->mob.ops->calc_qdot(b->mob.impl, euler, qb, u + b->u0, qdot + lay[2 * i]);
         else memcpy(qdot + lay[2 * i], u + b->u0, (size_t)b->nu * sizeof(double));
     }
-    return 0;
+    return m->ncons ? mt_constraints_velocity(m, s) : 0;
 }
 
 /* Invert a small symmetric positive-definite matrix in place (Gauss-Jordan);
@@ -531,6 +538,10 @@ static int mt_acceleration(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     mbk_spatial_vec *A = mt_cache(m, s, C_ACC), *z = A + m->nb;
     double *udot = mbk_state_upd_subsystem_udot(s, m->sub);
     mt_aba_solve(m, s, tau, F, true, A, z, udot);
+    if (m->ncons) {
+        int rc = mt_constraints_solve(m, s, udot, A);
+        if (rc < 0) return rc;
+    }
     /* qdotdot from udot through each mobilizer's N and NDot */
     const int *lay = qlayout(m, s);
     const double *qn = mt_cache(m, s, C_QN), *u = mbk_state_get_subsystem_u(s, m->sub);
@@ -553,11 +564,12 @@ static int mt_kinetic(void *impl, const mbk_subsystem_ctx *c, const mbk_state *s
     return rc < 0 ? rc : 0;
 }
 
-/* Projection: quaternions back on unit length (constraints will add q and u projection). */
+/* Projection: quaternions back on unit length, then q and u onto the constraints. */
 static int mt_project(void *impl, const mbk_subsystem_ctx *c, mbk_state *s, double tol)
 {
-    (void)c; (void)tol;
-    return mbk_matter_normalize_quaternions(impl, s) < 0 ? mbk_last_status() : 0;
+    (void)c;
+    if (mbk_matter_normalize_quaternions(impl, s) < 0) return mbk_last_status();
+    return ((const mbk_matter *)impl)->ncons ? mt_constraints_project(impl, s, tol) : 0;
 }
 
 static void mt_destroy(void *impl)
@@ -565,6 +577,7 @@ static void mt_destroy(void *impl)
     mbk_matter *m = impl;
     for (int i = 1; i < m->nb; ++i)
         if (m->bodies[i].mob.ops->destroy) m->bodies[i].mob.ops->destroy(m->bodies[i].mob.impl);
+    mt_constraints_destroy(m);
     mbk_free(m->bodies);
     mbk_free(m);
 }
@@ -573,6 +586,7 @@ static const mbk_subsystem_ops matter_ops = {
     .name = "matter",
     .realize_topology = mt_topology,
     .realize_model = mt_model,
+    .realize_instance = mt_instance,
     .realize_position = mt_position,
     .realize_velocity = mt_velocity,
     .realize_dynamics = mt_dynamics,

@@ -2,6 +2,7 @@
 #ifndef MBK_MATTER_IMPL_H
 #define MBK_MATTER_IMPL_H
 
+#include "mbk/constraints.h"
 #include "mbk/matter.h"
 
 /* Topology data of one body. */
@@ -43,7 +44,30 @@ typedef struct mt_abi {
     double *Dinv;          /* nu_b x nu_b per body, at bodies[b].d0 */
 } mt_abi;
 
-enum { C_QLAYOUT, C_QN, C_POS, C_H, C_VEL, C_ABI, C_FORCES, C_ACC, C_SCRATCH, C_SCRATCH_MAT, NUM_CACHE };
+enum { C_QLAYOUT, C_QN, C_POS, C_H, C_VEL, C_ABI, C_FORCES, C_ACC, C_SCRATCH, C_SCRATCH_MAT,
+       C_CSLOTS, C_CSOLVE, NUM_CACHE };
+
+/* Most bodies and mobilities one constraint may name. */
+#define MT_MAX_CBODIES 8
+
+/* One constraint (topology). */
+typedef struct mt_constraint {
+    mbk_constraint_ops ops;       /* what it does (built-ins are ops tables too) */
+    void *impl;                   /* its data, owned */
+    int nb;                       /* constrained bodies */
+    int body[MT_MAX_CBODIES];     /* their body indices */
+    int nmob;                     /* constrained mobilities */
+    int mob_body[MT_MAX_CBODIES]; /* body of each */
+    int mob_coord[MT_MAX_CBODIES];/* coordinate within that body's mobilizer */
+    int ancestor;                 /* nearest common ancestor of everything it names */
+} mt_constraint;
+
+/* Where each enabled constraint's equations sit (Instance stage): starts within
+   the holonomic, nonholonomic and acceleration-only groups, -1 when disabled. */
+typedef struct mt_cslots {
+    int mp, mv, ma;               /* totals over enabled constraints */
+    int rank;                     /* rank found by the last acceleration solve */
+} mt_cslots;
 
 struct mbk_matter {
     mbk_system *sys;       /* owning System */
@@ -53,6 +77,11 @@ struct mbk_matter {
     int nu;                /* total u */
     int nd;                /* total size of the D^-1 blocks (sum of nu_b^2) */
     int euler_var;         /* discrete variable (Model): use Euler angles */
+    mt_constraint *cons;   /* constraints in the order added */
+    int ncons, ccap;       /* count and capacity */
+    int mmax;              /* equations of all constraints (all enabled) */
+    int cons_enabled_var;  /* discrete variable (Instance): one int per constraint */
+    int lwork;             /* LAPACK workspace size for the m x m solves */
     int cache[NUM_CACHE];  /* cache entry indices (allocated at Topology) */
 };
 
@@ -113,6 +142,25 @@ static inline mbk_spatial_mat mt_rigid_mat(const mt_body *b, const mt_pos *p)
 int mt_need(const mbk_matter *m, const mbk_state *s, mbk_stage stage, const char *fn);
 /* MBK_OK if body is a valid index. */
 int mt_need_body(const mbk_matter *m, int body, const char *fn);
+
+/* ---- constraints (subsystems/constraints) ---- */
+/* Allocate the constraints' State entries (Topology). */
+int mt_constraints_topology(mbk_matter *m, mbk_state *s);
+/* Lay out the enabled constraints' error slots (Instance). */
+int mt_constraints_instance(const mbk_matter *m, mbk_state *s);
+/* Position errors into qerr (Position). */
+int mt_constraints_position(const mbk_matter *m, const mbk_state *s);
+/* Velocity errors into uerr (Velocity). */
+int mt_constraints_velocity(const mbk_matter *m, const mbk_state *s);
+/* Constrained udot and multipliers from the unconstrained udot and body accelerations
+   (Acceleration); updates udot and A in place and fills udoterr and the multipliers. */
+int mt_constraints_solve(const mbk_matter *m, const mbk_state *s, double *udot, mbk_spatial_vec *A);
+/* Project q then u onto the constraint manifold (tol on the largest error). */
+int mt_constraints_project(const mbk_matter *m, mbk_state *s, double tol);
+/* Body accelerations for a trial udot, with velocity terms (base to tip). */
+void mt_accel_kinematics(const mbk_matter *m, const mbk_state *s, const double *udot, mbk_spatial_vec *A);
+/* Free the constraints. */
+void mt_constraints_destroy(mbk_matter *m);
 
 /* Add a matter subsystem to sys; returns its index. */
 int mt_add_matter(mbk_system *sys);

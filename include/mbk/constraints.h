@@ -1,0 +1,137 @@
+/* mbk/constraints.h - constraints on the matter subsystem.
+ *
+ * A constraint adds equations on the motion: holonomic (position level, mp
+ * of them, with their first and second time derivatives enforced too),
+ * nonholonomic (velocity level, mv, with their time derivative) and
+ * acceleration-only (ma). At Acceleration stage the kernel solves
+ *     M udot + G^T lambda = f,   G udot = b
+ * for udot and the multipliers lambda (Simbody's sign convention), in
+ * O(n m + m^3). A constraint names its constrained bodies (and/or
+ * constrained mobilities); the kernel finds their nearest common ancestor A
+ * and hands the constraint poses, velocities and accelerations of those
+ * bodies measured and expressed in A.
+ *
+ * Layout in the State (Instance stage, enabled constraints only, in the
+ * order the constraints were added): qerr = all holonomic perr; uerr =
+ * [pverr of the holonomic ones, verr of the nonholonomic ones]; udoterr =
+ * [paerr, vaerr, aerr]; one multiplier per udoterr, in the same order. A
+ * disabled constraint has no slots and no multipliers. */
+#ifndef MBK_CONSTRAINTS_H
+#define MBK_CONSTRAINTS_H
+
+#include <stdbool.h>
+#include "mbk/function.h"
+#include "mbk/matter.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mbk_constraint_args mbk_constraint_args;
+
+/* A custom constraint. Every callback returns 0 on success or a negative
+   status. body_forces_A has one entry per constrained body (in the order
+   given when the constraint was added), each (moment about the body origin,
+   force) expressed in A; mobility_forces one per constrained mobility. The
+   force callbacks ADD the forces that the multipliers produce: for the
+   equations to be right they must be the transpose of the velocity-level
+   equations (the power lambda . pverr(u) for any u). */
+typedef struct mbk_constraint_ops {
+    const char *name;  /* shown in messages */
+    int mp, mv, ma;    /* holonomic, nonholonomic and acceleration-only equations */
+    /* holonomic: perr(q), pverr = d/dt perr, paerr = d/dt pverr */
+    int (*calc_perr)(void *impl, const mbk_constraint_args *a, double *perr);
+    int (*calc_pverr)(void *impl, const mbk_constraint_args *a, double *pverr);
+    int (*calc_paerr)(void *impl, const mbk_constraint_args *a, double *paerr);
+    int (*apply_position_forces)(void *impl, const mbk_constraint_args *a, const double *lambda,
+                                 mbk_spatial_vec *body_forces_A, double *mobility_forces);
+    /* nonholonomic: verr(q, u), vaerr = d/dt verr */
+    int (*calc_verr)(void *impl, const mbk_constraint_args *a, double *verr);
+    int (*calc_vaerr)(void *impl, const mbk_constraint_args *a, double *vaerr);
+    int (*apply_velocity_forces)(void *impl, const mbk_constraint_args *a, const double *lambda,
+                                 mbk_spatial_vec *body_forces_A, double *mobility_forces);
+    /* acceleration-only: aerr(q, u, udot) */
+    int (*calc_aerr)(void *impl, const mbk_constraint_args *a, double *aerr);
+    int (*apply_acceleration_forces)(void *impl, const mbk_constraint_args *a, const double *lambda,
+                                     mbk_spatial_vec *body_forces_A, double *mobility_forces);
+    /* free impl when the System is destroyed */
+    void (*destroy)(void *impl);
+} mbk_constraint_ops;
+
+/* ---- adding constraints (before the topology is realized) ---- */
+/* A custom constraint on n_bodies bodies (ops copied, impl owned); returns its index. */
+int mbk_constraint_add_custom(mbk_matter *m, const mbk_constraint_ops *ops, void *impl,
+                              const int *bodies, int n_bodies);
+/* The same, also naming constrained mobilities: coordinate coords[k] of body mob_bodies[k]. */
+int mbk_constraint_add_custom_with_mobilities(mbk_matter *m, const mbk_constraint_ops *ops,
+                                              void *impl, const int *bodies, int n_bodies,
+                                              const int *mob_bodies, const int *coords,
+                                              int n_mobilities);
+
+/* ---- the arguments handed to a constraint's callbacks ---- */
+/* Time. */
+double mbk_constraint_args_get_time(const mbk_constraint_args *a);
+/* Pose of constrained body i in the ancestor frame A. */
+mbk_transform mbk_constraint_get_body_transform(const mbk_constraint_args *a, int i);
+/* Spatial velocity of constrained body i's origin measured and expressed in A. */
+mbk_spatial_vec mbk_constraint_get_body_velocity(const mbk_constraint_args *a, int i);
+/* Spatial acceleration of body i's origin measured in A (acceleration-level callbacks only). */
+mbk_spatial_vec mbk_constraint_get_body_acceleration(const mbk_constraint_args *a, int i);
+/* Location in A of a station (given in body i's frame). */
+mbk_vec3 mbk_constraint_get_station_location(const mbk_constraint_args *a, int i, mbk_vec3 station);
+/* Velocity in A of a station of body i. */
+mbk_vec3 mbk_constraint_get_station_velocity(const mbk_constraint_args *a, int i, mbk_vec3 station);
+/* Acceleration in A of a station of body i (acceleration-level callbacks only). */
+mbk_vec3 mbk_constraint_get_station_acceleration(const mbk_constraint_args *a, int i, mbk_vec3 station);
+/* q, qdot, qdotdot, u and udot of constrained mobility j (qdotdot, udot: acceleration level only). */
+double mbk_constraint_get_q(const mbk_constraint_args *a, int j);
+double mbk_constraint_get_qdot(const mbk_constraint_args *a, int j);
+double mbk_constraint_get_qdotdot(const mbk_constraint_args *a, int j);
+double mbk_constraint_get_u(const mbk_constraint_args *a, int j);
+double mbk_constraint_get_udot(const mbk_constraint_args *a, int j);
+/* Add a force (in A) at a station of body i into body_forces_A. */
+void mbk_constraint_add_station_force(const mbk_constraint_args *a, int i, mbk_vec3 station,
+                                      mbk_vec3 force_A, mbk_spatial_vec *body_forces_A);
+/* Add a torque (in A) on body i into body_forces_A. */
+void mbk_constraint_add_body_torque(const mbk_constraint_args *a, int i, mbk_vec3 torque_A,
+                                    mbk_spatial_vec *body_forces_A);
+/* Add a generalized force on constrained mobility j. */
+void mbk_constraint_add_mobility_force(const mbk_constraint_args *a, int j, double f,
+                                       double *mobility_forces);
+
+/* ---- built-in constraints (docs/constraints.md gives each one's equations) ---- */
+/* Distance between station s1 on b1 and s2 on b2 held at length (> 0); 1 holonomic. */
+int mbk_constraint_add_rod(mbk_matter *m, int b1, mbk_vec3 s1, int b2, mbk_vec3 s2, double length);
+/* Station s1 on b1 and s2 on b2 coincide; 3 holonomic, multipliers a force in A. */
+int mbk_constraint_add_ball(mbk_matter *m, int b1, mbk_vec3 s1, int b2, mbk_vec3 s2);
+
+/* ---- per-State use ---- */
+/* Number of constraints in the matter subsystem. */
+int mbk_matter_get_num_constraints(const mbk_matter *m);
+/* Enable or disable a constraint (Instance stage). */
+int mbk_constraint_set_enabled(const mbk_matter *m, mbk_state *s, int constraint, bool on);
+/* Whether a constraint is enabled in this State (false on error). */
+bool mbk_constraint_is_enabled(const mbk_matter *m, const mbk_state *s, int constraint);
+/* Numbers of holonomic, nonholonomic and acceleration-only equations of a constraint. */
+int mbk_constraint_get_num_equations(const mbk_matter *m, int constraint, int *mp, int *mv, int *ma);
+/* A constraint's multipliers (mp + mv + ma of them; Acceleration). */
+int mbk_constraint_get_multipliers(const mbk_matter *m, const mbk_state *s, int constraint,
+                                   double *lambda);
+/* Forces the constraint applies: body_forces (one per body, Ground at 0, in G, moment about
+   the body origin) and, if not NULL, mobility forces (nu), such that M udot = f + these
+   (they are -G^T lambda split into body and mobility parts) (Acceleration). */
+int mbk_constraint_calc_reaction_forces(const mbk_matter *m, const mbk_state *s, int constraint,
+                                        mbk_spatial_vec *body_forces, double *mobility_forces);
+/* Assembly: from a State at Instance or later, drive max|perr| below tol by Gauss-Newton
+   with step halving; leaves the State at Position; on failure the State's q are unchanged. */
+int mbk_system_assemble(const mbk_system *sys, mbk_state *s, double tol);
+/* The same, keeping the q marked in locked_q (nq flags) fixed (a locked quaternion q locks
+   its whole body). */
+int mbk_system_assemble_locked(const mbk_system *sys, mbk_state *s, double tol, const bool *locked_q);
+/* Whether the last acceleration solve found redundant constraints (rank < m) (Acceleration). */
+int mbk_matter_get_constraint_rank(const mbk_matter *m, const mbk_state *s, int *rank, int *m_total);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
