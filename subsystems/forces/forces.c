@@ -8,6 +8,7 @@
 #include "mbk/alloc.h"
 #include "mbk/status.h"
 #include "forces_impl.h"
+#include "../matter/matter_impl.h"
 
 /* ------------------------------------------------------------------ */
 /* Checks                                                               */
@@ -137,7 +138,7 @@ static int fs_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
             mbk_value_type t = mbk_value_array_of_double(e->kind->nparams);
             e->param_var = mbk_state_allocate_discrete(s, k, MBK_STAGE_DYNAMICS, &t, e->defaults);
             if (e->param_var < 0) return e->param_var;
-        } else if (e->ops.depends_only_on_positions) {
+        } else if (e->ops.depends_only_on_positions && e->ops.calc_force) {
             /* forces computed at most once per Position realization */
             mbk_value_type t = mbk_value_bytes((size_t)f->nb * sizeof(mbk_spatial_vec) +
                                                (size_t)(f->nu + 1) * sizeof(double), 64);
@@ -165,11 +166,13 @@ static int fs_instance(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
             continue;
         int nq = mbk_matter_get_body_num_q(m, s, e->body[0]), nu = mbk_matter_get_body_num_u(m, s, e->body[0]);
         bool uses_q = e->kind == &fe_mob_spring || e->kind == &fe_mob_stop;
-        if (e->coord >= nu || (uses_q && (e->coord >= nq || nq != nu)))
+        bool qdot_is_u = nq == nu && !m->bodies[e->body[0]].mob.ops->calc_qdot;
+        if (e->coord >= nu || (uses_q && (e->coord >= nq || !qdot_is_u)))
             return mbk_set_error(MBK_EINVAL,
-                                 "force element %d (%s): body %d has nq = %d, nu = %d; coordinate %d "
-                                 "is out of range or its qdot is not its u (use Euler angles, or a "
-                                 "custom force)", i, e->kind->name, e->body[0], nq, nu, e->coord);
+                                 "force element %d (%s): body %d has nq = %d, nu = %d and its qdot is %s u; "
+                                 "coordinate %d needs qdot = u (Pin, Slider, Universal, Gimbal, ...); use a "
+                                 "custom force on other mobilizers", i, e->kind->name, e->body[0], nq, nu,
+                                 qdot_is_u ? "" : "not", e->coord);
     }
     return custom_realize(impl, c, s, 2);
 }
@@ -182,6 +185,17 @@ static const int *enabled_flags(const mbk_forces *f, const mbk_state *s)
 static const double *params_of(const mbk_forces *f, const fe_elem *e, const mbk_state *s)
 {
     return mbk_state_get_discrete(s, f->sub, e->param_var);
+}
+
+/* Status for an element's failure: >0 recoverable, a status it recorded, else MBK_EUSER. */
+static int element_failure(const mbk_forces *f, int i, int rc, const char *what)
+{
+    const fe_elem *e = &f->elems[i];
+    const char *name = e->kind ? e->kind->name : e->ops.name ? e->ops.name : "custom";
+    int status = rc > 0 ? MBK_ERETRY : (rc == mbk_last_status() ? rc : MBK_EUSER);
+    const char *why = mbk_last_error();
+    return mbk_set_error(status, "force element %d (%s) failed to %s (returned %d)%s%s", i, name, what, rc,
+                         why[0] ? ": " : "", why);
 }
 
 /* A position-only custom element: reuse its forces while q and t stay put. */
@@ -214,15 +228,11 @@ static int fs_dynamics(void *impl, const mbk_subsystem_ctx *sc, mbk_state *s)
         const fe_elem *e = &f->elems[i];
         mbk_force_ctx c = {f, i};
         int rc = 0;
+        mbk_clear_error();
         if (e->kind) rc = e->kind->force(e, params_of(f, e, s), &c, s, F, tau);
         else if (e->cache >= 0) rc = cached_custom_force(f, e, &c, s, F, tau);
         else if (e->ops.calc_force) rc = e->ops.calc_force(e->impl, &c, s, F, tau);
-        if (rc != 0) {
-            const char *name = e->kind ? e->kind->name : e->ops.name ? e->ops.name : "custom";
-            if (rc > 0) return rc;
-            return mbk_set_error(rc == mbk_last_status() ? rc : MBK_EUSER,
-                                 "force element %d (%s) failed: %s", i, name, mbk_last_error());
-        }
+        if (rc != 0) return element_failure(f, i, rc, "compute its forces");
     }
     return 0;
 }
@@ -232,8 +242,11 @@ static int element_energy(const mbk_forces *f, int i, const mbk_state *s, double
 {
     const fe_elem *e = &f->elems[i];
     mbk_force_ctx c = {f, i};
-    if (e->kind) return e->kind->energy ? e->kind->energy(e, params_of(f, e, s), &c, s, pe) : 0;
-    return e->ops.calc_potential_energy ? e->ops.calc_potential_energy(e->impl, &c, s, pe) : 0;
+    mbk_clear_error();
+    int rc = 0;
+    if (e->kind) rc = e->kind->energy ? e->kind->energy(e, params_of(f, e, s), &c, s, pe) : 0;
+    else if (e->ops.calc_potential_energy) rc = e->ops.calc_potential_energy(e->impl, &c, s, pe);
+    return rc ? element_failure(f, i, rc, "compute its potential energy") : 0;
 }
 
 static int fs_potential(void *impl, const mbk_subsystem_ctx *sc, const mbk_state *s, double *pe)
@@ -302,7 +315,10 @@ const mbk_forces *mbk_multibody_get_forces(const mbk_system *sys)
     return k < 0 ? NULL : mbk_system_get_subsystem_impl(sys, k);
 }
 
-int mbk_forces_get_subsystem_index(const mbk_forces *f) { return f ? f->sub : MBK_EINVAL; }
+int mbk_forces_get_subsystem_index(const mbk_forces *f)
+{
+    return f ? f->sub : mbk_set_error(MBK_EINVAL, "mbk_forces_get_subsystem_index: force subsystem is NULL");
+}
 
 int mbk_forces_get_num_elements(const mbk_forces *f) { return f ? f->n : 0; }
 
@@ -413,7 +429,7 @@ int mbk_force_set_name(mbk_forces *f, int force, const char *name)
 
 int mbk_force_find(const mbk_forces *f, const char *name)
 {
-    for (int i = 0; f && name && i < f->n; ++i)
+    for (int i = 0; f && name && name[0] && i < f->n; ++i)
         if (strcmp(f->elems[i].name, name) == 0) return i;
     return -1;
 }
