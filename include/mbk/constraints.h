@@ -89,6 +89,10 @@ double mbk_constraint_get_qdot(const mbk_constraint_args *a, int j);
 double mbk_constraint_get_qdotdot(const mbk_constraint_args *a, int j);
 double mbk_constraint_get_u(const mbk_constraint_args *a, int j);
 double mbk_constraint_get_udot(const mbk_constraint_args *a, int j);
+/* Station of body i (in its frame) that is at location p_A right now (the material point there). */
+mbk_vec3 mbk_constraint_find_station(const mbk_constraint_args *a, int i, mbk_vec3 p_A);
+/* Angular velocity of body i measured and expressed in A. */
+mbk_vec3 mbk_constraint_get_body_angular_velocity(const mbk_constraint_args *a, int i);
 /* Add a force (in A) at a station of body i into body_forces_A. */
 void mbk_constraint_add_station_force(const mbk_constraint_args *a, int i, mbk_vec3 station,
                                       mbk_vec3 force_A, mbk_spatial_vec *body_forces_A);
@@ -104,6 +108,39 @@ void mbk_constraint_add_mobility_force(const mbk_constraint_args *a, int j, doub
 int mbk_constraint_add_rod(mbk_matter *m, int b1, mbk_vec3 s1, int b2, mbk_vec3 s2, double length);
 /* Station s1 on b1 and s2 on b2 coincide; 3 holonomic, multipliers a force in A. */
 int mbk_constraint_add_ball(mbk_matter *m, int b1, mbk_vec3 s1, int b2, mbk_vec3 s2);
+/* Frame F on b1 and frame M on b2 coincide: 3 orientation + 3 position equations. */
+int mbk_constraint_add_weld(mbk_matter *m, int b1, const mbk_transform *X_B1F, int b2,
+                            const mbk_transform *X_B2M);
+/* A station of `follower` stays in the plane n . p = height fixed on plane_body (n, p in it). */
+int mbk_constraint_add_point_in_plane(mbk_matter *m, int plane_body, mbk_vec3 normal, double height,
+                                      int follower, mbk_vec3 station);
+/* A station of `follower` stays on the line through `point` along `direction` on line_body. */
+int mbk_constraint_add_point_on_line(mbk_matter *m, int line_body, mbk_vec3 direction, mbk_vec3 point,
+                                     int follower, mbk_vec3 station);
+/* The angle between an axis fixed on `base` and one fixed on `follower` stays `angle`. */
+int mbk_constraint_add_constant_angle(mbk_matter *m, int base, mbk_vec3 base_axis, int follower,
+                                      mbk_vec3 follower_axis, double angle);
+/* Frame orientations R_B1F on b1 and R_B2M on b2 stay aligned (3 equations). */
+int mbk_constraint_add_constant_orientation(mbk_matter *m, int b1, const mbk_mat33 *R_B1F, int b2,
+                                            const mbk_mat33 *R_B2M);
+/* u_index-th speed of body held at `speed` (nonholonomic). */
+int mbk_constraint_add_constant_speed(mbk_matter *m, int body, int u_index, double speed);
+/* u_index-th acceleration of body held at `acceleration` (acceleration-only). */
+int mbk_constraint_add_constant_acceleration(mbk_matter *m, int body, int u_index, double acceleration);
+/* The material points of b0 and b1 at `point` (fixed on case_body) have equal velocity along
+   `direction` (fixed on case_body): rolling without slip in one direction (nonholonomic). */
+int mbk_constraint_add_no_slip_1d(mbk_matter *m, int case_body, mbk_vec3 point, mbk_vec3 direction,
+                                  int b0, int b1);
+/* f(q_1..q_n) = 0 over coordinates q_within_body[i] of bodies[i] (holonomic); takes f
+   (needs derivatives to order 2; destroyed with the System or when refused). The
+   coordinates' qdot must be their u. */
+int mbk_constraint_add_coordinate_coupler(mbk_matter *m, mbk_function f, const int *bodies,
+                                          const int *q_within_body, int n);
+/* f(u_1..u_n) = 0 over speeds u_within_body[i] of bodies[i] (nonholonomic); takes f. */
+int mbk_constraint_add_speed_coupler(mbk_matter *m, mbk_function f, const int *bodies,
+                                     const int *u_within_body, int n);
+/* q = f(t) for one coordinate (holonomic, with f' and f''); takes f. qdot must be u. */
+int mbk_constraint_add_prescribed_motion(mbk_matter *m, mbk_function f, int body, int q_within_body);
 
 /* ---- per-State use ---- */
 /* Number of constraints in the matter subsystem. */

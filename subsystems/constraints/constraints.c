@@ -206,6 +206,16 @@ double mbk_constraint_get_qdotdot(const mbk_constraint_args *a, int j)
     return qdd[a->c->mob_coord[j]];
 }
 
+mbk_vec3 mbk_constraint_find_station(const mbk_constraint_args *a, int i, mbk_vec3 p_A)
+{
+    return mbk_transform_invert_apply_point(mbk_constraint_get_body_transform(a, i), p_A);
+}
+
+mbk_vec3 mbk_constraint_get_body_angular_velocity(const mbk_constraint_args *a, int i)
+{
+    return mbk_constraint_get_body_velocity(a, i).w;
+}
+
 void mbk_constraint_add_station_force(const mbk_constraint_args *a, int i, mbk_vec3 station, mbk_vec3 force_A,
                                       mbk_spatial_vec *body_forces_A)
 {
