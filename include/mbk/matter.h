@@ -50,6 +50,11 @@ int mbk_matter_get_num_bodies(const mbk_matter *m);
 int mbk_matter_get_num_mobilities(const mbk_matter *m);
 /* Parent of a body (-1 for Ground or a bad index). */
 int mbk_matter_get_parent(const mbk_matter *m, int body);
+/* Name a body (copied; NULL removes the name; Ground may be named too). Names are
+   topology data and need not be unique: mbk_matter_find_body returns the first match. */
+int mbk_matter_set_body_name(mbk_matter *m, int body, const char *name);
+/* Index of the lowest-numbered body with this name, or -1 if none (or m or name is NULL). */
+int mbk_matter_find_body(const mbk_matter *m, const char *name);
 /* Choose Euler angles (true) or quaternions for Ball and Free mobilizers (Model stage). */
 int mbk_matter_set_use_euler_angles(const mbk_matter *m, mbk_state *s, bool on);
 /* Current choice (false on error). */

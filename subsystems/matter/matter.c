@@ -144,6 +144,33 @@ int mbk_matter_get_parent(const mbk_matter *m, int body)
     return m->bodies[body].parent;
 }
 
+/* ---- body names (a topology property; Ground may be named too) ---- */
+
+int mbk_matter_set_body_name(mbk_matter *m, int body, const char *name)
+{
+    const char *fn = "mbk_matter_set_body_name";
+    if (!m) return mbk_set_error(MBK_EINVAL, "%s: matter is NULL", fn);
+    int rc = mt_need_body(m, body, fn);
+    if (rc < 0) return rc;
+    char *copy = NULL;
+    if (name) {
+        size_t n = strlen(name);
+        copy = mbk_malloc(n + 1);
+        if (!copy) return MBK_ENOMEM;
+        memcpy(copy, name, n + 1);
+    }
+    mbk_free(m->bodies[body].name);
+    m->bodies[body].name = copy;
+    return MBK_OK;
+}
+
+int mbk_matter_find_body(const mbk_matter *m, const char *name)
+{
+    for (int i = 0; m && name && i < m->nb; ++i)
+        if (m->bodies[i].name && strcmp(m->bodies[i].name, name) == 0) return i;
+    return -1;
+}
+
 /* ------------------------------------------------------------------ */
 /* Realization                                                          */
 /* ------------------------------------------------------------------ */
@@ -577,6 +604,7 @@ static void mt_destroy(void *impl)
     mbk_matter *m = impl;
     for (int i = 1; i < m->nb; ++i)
         if (m->bodies[i].mob.ops->destroy) m->bodies[i].mob.ops->destroy(m->bodies[i].mob.impl);
+    for (int i = 0; i < m->nb; ++i) mbk_free(m->bodies[i].name);
     mt_constraints_destroy(m);
     mbk_free(m->bodies);
     mbk_free(m);
