@@ -6,6 +6,7 @@
 #include "mbk/constraints.h"
 #include "mbk/events.h"
 #include "mbk/function.h"
+#include "mbk/integrator.h"
 #include "mbk/forces.h"
 #include "mbk/matter.h"
 #include "mbk/mobilizer.h"
@@ -14,6 +15,7 @@
 #include "mbk/state.h"
 #include "mbk/status.h"
 #include "mbk/system.h"
+#include "mbk/urdf.h"
 #include "mbk/value.h"
 #include "mbk/version.h"
 

@@ -12,6 +12,7 @@
 #error "simbody_constraints_oracle.cpp must be compiled without NDEBUG (Debian's Simbody is built without it)"
 #endif
 
+#include <cstring>
 #include "simbody_constraints_oracle.h"
 
 #include "Simbody.h"
@@ -295,15 +296,18 @@ void describe(const orc_constraint &c, int index, int nb, Key &key)
     case ORC_CON_PRESCRIBED_MOTION: {
         const orc_con_prescribed_motion &r = c.prescribed_motion;
         need_body(r.body, nb, false, e + "body");
-        key.add(r.body); key.add(r.which_q); key.add((double)r.function);
-        if (r.function == ORC_MOTION_SINUSOID) {
+        /* read the kind as an int: a caller may pass a value outside the enum */
+        int kind = 0;
+        std::memcpy(&kind, &r.function, sizeof kind);
+        key.add(r.body); key.add(r.which_q); key.add((double)kind);
+        if (kind == ORC_MOTION_SINUSOID) {
             key.add(r.amplitude); key.add(r.frequency); key.add(r.phase);
-        } else if (r.function == ORC_MOTION_POLYNOMIAL) {
+        } else if (kind == ORC_MOTION_POLYNOMIAL) {
             need(r.n_poly >= 1 && r.n_poly <= ORC_POLY_MAX,
                  e + "n_poly must be in 1.." + num(ORC_POLY_MAX));
             key.add(r.n_poly); key.add(r.poly, r.n_poly);
         } else {
-            fail(e + "unknown motion function " + num((int)r.function));
+            fail(e + "unknown motion function " + num(kind));
         }
         break;
     }

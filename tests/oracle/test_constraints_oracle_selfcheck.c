@@ -1627,7 +1627,10 @@ static void check_errors(void)
     c.prescribed_motion.function = ORC_MOTION_SINUSOID;
     CHECK(run(&k, &c, 1, k.q, NULL, 0, &ev) == -1);
     c.prescribed_motion.which_q = 0;
-    c.prescribed_motion.function = (orc_motion_function)7;
+    { /* a kind outside the enum, stored without forming an invalid enum value */
+        int bad = 7;
+        memcpy(&c.prescribed_motion.function, &bad, sizeof bad);
+    }
     CHECK(run(&k, &c, 1, k.q, NULL, 0, &ev) == -1);
     c.prescribed_motion.function = ORC_MOTION_POLYNOMIAL;
     c.prescribed_motion.n_poly = 0;

@@ -1,0 +1,66 @@
+/* The plain ODE/DAE view for external integrators: the DAE residual and
+ * the finite-difference Jacobian of ydot (mbk_system_calc_ydot and
+ * mbk_system_project are in src/system.c). */
+#include <float.h>
+#include <math.h>
+
+#include "mbk/integrator.h"
+#include "mbk/status.h"
+
+int mbk_system_calc_dae_residual(const mbk_system *sys, mbk_state *s, double t, const double *y,
+                                 const double *yp, double *r)
+{
+    const char *fn = "mbk_system_calc_dae_residual";
+    if (!yp || !r) return mbk_set_error(MBK_EINVAL, "%s: %s is NULL", fn, !yp ? "yp" : "r");
+    int rc = mbk_system_realize(sys, s, MBK_STAGE_MODEL);
+    if (rc < 0) return rc;
+    int ny = mbk_state_get_ny(s);
+    if (!isfinite(t)) return mbk_set_error(MBK_ENOTFINITE, "%s: t = %g is not finite", fn, t);
+    for (int i = 0; y && i < ny; ++i)
+        if (!isfinite(y[i]))
+            return mbk_set_error(MBK_ENOTFINITE, "%s: y[%d] = %g is not finite; the State was not changed",
+                                 fn, i, y[i]);
+    if (t != mbk_state_get_time(s) && (rc = mbk_state_set_time(s, t)) < 0) return rc;
+    if (y && y != mbk_state_get_y(s) && (rc = mbk_state_set_y(s, y, ny)) < 0) return rc;
+    if (y && y == mbk_state_get_y(s) && !mbk_state_upd_y(s)) return mbk_last_status();
+    if ((rc = mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION)) < 0) return rc;
+    const double *yd = mbk_state_get_ydot(s);
+    if (!yd) return mbk_last_status();
+    for (int i = 0; i < ny; ++i) r[i] = yp[i] - yd[i];
+    return MBK_OK;
+}
+
+int mbk_system_calc_ydot_jacobian(const mbk_system *sys, mbk_state *s, double *J)
+{
+    const char *fn = "mbk_system_calc_ydot_jacobian";
+    if (!J) return mbk_set_error(MBK_EINVAL, "%s: J is NULL", fn);
+    int rc = mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION);
+    if (rc < 0) return rc;
+    const int ny = mbk_state_get_ny(s);
+    if (ny == 0) return MBK_OK;
+    /* ydot at the base point goes into the last column while the others are computed */
+    const double *yd = mbk_state_get_ydot(s);
+    for (int i = 0; i < ny; ++i) J[i * ny + ny - 1] = yd[i];
+    const double sq = sqrt(DBL_EPSILON);
+    for (int j = 0; j < ny; ++j) {
+        double yj = mbk_state_get_y(s)[j];
+        double d = sq * fmax(fabs(yj), 1.0);
+        volatile double yp = yj + d; /* the step actually taken, after rounding */
+        d = yp - yj;
+        double *y = mbk_state_upd_y(s);
+        if (!y) return mbk_last_status();
+        y[j] = yj + d;
+        rc = mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION);
+        if (rc == MBK_OK) {
+            const double *f = mbk_state_get_ydot(s);
+            for (int i = 0; i < ny; ++i) J[i * ny + j] = (f[i] - J[i * ny + ny - 1]) / d;
+        }
+        y = mbk_state_upd_y(s);
+        y[j] = yj;
+        if (rc < 0) {
+            mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION);
+            return mbk_set_error(rc, "%s: perturbing y[%d] by %g: %s", fn, j, d, mbk_last_error());
+        }
+    }
+    return mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION);
+}

@@ -1,0 +1,490 @@
+/* SUNDIALS integrators: CVODE (BDF and Adams) on y' = ydot(t, y) and IDA on
+ * F(t, y, y') = y' - ydot(t, y) = 0, both on the State's own y (the
+ * N_Vector wraps its memory: no copies) with root finding for the
+ * triggered events.
+ *
+ *   - BDF uses Newton with the dense linear solver, Adams fixed-point
+ *     iteration; IDA Newton with the dense solver. Jacobians come from
+ *     SUNDIALS' difference quotients, or from mbk_system_calc_ydot_jacobian
+ *     when use_system_jacobian is set.
+ *   - Projection (mbk_system_project): CVODE BDF projects inside the step
+ *     (CVodeSetProjFn, so the projected solution feeds the history); CVODE
+ *     supports that only for BDF, so Adams and IDA project the State after
+ *     each step and restart when the projection moved y by more than the
+ *     error test allows (weighted RMS norm > 1).
+ *   - Steps run in CV_ONE_STEP / IDA_ONE_STEP mode with the driver's stop
+ *     time, so report times, scheduled events and reporters are hit exactly.
+ *   - SUNDIALS' messages go to mbk's error record, never to stderr. */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cvode/cvode.h>
+#include <cvode/cvode_ls.h>
+#include <cvode/cvode_proj.h>
+#include <ida/ida.h>
+#include <ida/ida_ls.h>
+#include <nvector/nvector_serial.h>
+#include <sunlinsol/sunlinsol_dense.h>
+#include <sunmatrix/sunmatrix_dense.h>
+#include <sunnonlinsol/sunnonlinsol_fixedpoint.h>
+
+#include "integrator_impl.h"
+#include "mbk/alloc.h"
+#include "mbk/status.h"
+
+typedef enum { SD_BDF, SD_ADAMS, SD_IDA } sd_kind;
+
+typedef struct sd_impl {
+    sd_kind kind;
+    mbk_integrator *ig;
+    SUNContext ctx;
+    void *mem;
+    N_Vector y, yp;
+    SUNMatrix A;
+    SUNLinearSolver LS;
+    SUNNonlinearSolver NLS;
+    int ny, nroots;
+    int *roots, *rootdir;
+    double *jac, *ybuf;
+    bool need_reinit, use_jac;
+    long nst, netf, ncfn, nje; /* SUNDIALS counters at the last look */
+    int cb_status;             /* mbk status of the last failed callback */
+    char cb_msg[384], sd_msg[384];
+} sd_impl;
+
+static const char *sd_name(const sd_impl *d)
+{
+    return d->kind == SD_BDF ? "CVODE BDF" : d->kind == SD_ADAMS ? "CVODE Adams" : "IDA";
+}
+
+/* ------------------------------------------------------------------ */
+/* Callbacks                                                            */
+/* ------------------------------------------------------------------ */
+
+static void sd_err(int code, const char *module, const char *function, char *msg, void *user)
+{
+    sd_impl *d = user;
+    if (code == CV_WARNING) return; /* warnings are not errors; mbk never prints */
+    snprintf(d->sd_msg, sizeof d->sd_msg, "%s in %s: %s", module, function, msg);
+}
+
+/* Remember a callback's failure; SUNDIALS gets 1 (recoverable) or -1. */
+static int cb_fail(sd_impl *d, int rc)
+{
+    d->cb_status = rc;
+    snprintf(d->cb_msg, sizeof d->cb_msg, "%s", mbk_last_error());
+    return rc == MBK_ERETRY || rc == MBK_ENOTFINITE ? 1 : -1;
+}
+
+static int cv_rhs(realtype t, N_Vector y, N_Vector ydot, void *user)
+{
+    sd_impl *d = user;
+    int rc = mbk_integrator_calc_ydot(d->ig, t, N_VGetArrayPointer(y), N_VGetArrayPointer(ydot));
+    return rc == MBK_OK ? 0 : cb_fail(d, rc);
+}
+
+static int ida_res(realtype t, N_Vector y, N_Vector yp, N_Vector r, void *user)
+{
+    sd_impl *d = user;
+    double *rr = N_VGetArrayPointer(r);
+    const double *ypd = N_VGetArrayPointer(yp);
+    int rc = mbk_integrator_calc_ydot(d->ig, t, N_VGetArrayPointer(y), rr);
+    if (rc != MBK_OK) return cb_fail(d, rc);
+    for (int i = 0; i < d->ny; ++i) rr[i] = ypd[i] - rr[i];
+    return 0;
+}
+
+static int sd_g(sd_impl *d, realtype t, N_Vector y, realtype *g)
+{
+    int rc = ig_calc_roots(d->ig, t, N_VGetArrayPointer(y), g);
+    return rc == MBK_OK ? 0 : (cb_fail(d, rc), -1);
+}
+
+static int cv_g(realtype t, N_Vector y, realtype *g, void *user) { return sd_g(user, t, y, g); }
+
+static int ida_g(realtype t, N_Vector y, N_Vector yp, realtype *g, void *user)
+{
+    (void)yp;
+    return sd_g(user, t, y, g);
+}
+
+/* Row-major d ydot / d y at (t, y) into d->jac, from the scratch State. */
+static int sd_calc_jac(sd_impl *d, realtype t, N_Vector y)
+{
+    mbk_state *s = d->ig->scratch;
+    int rc;
+    if ((rc = mbk_state_set_time(s, t)) < 0 || (rc = mbk_state_set_y(s, N_VGetArrayPointer(y), d->ny)) < 0 ||
+        (rc = mbk_system_calc_ydot_jacobian(d->ig->sys, s, d->jac)) < 0)
+        return cb_fail(d, rc);
+    d->ig->stats.rhs_evaluations += d->ny + 1;
+    return 0;
+}
+
+static int cv_jac(realtype t, N_Vector y, N_Vector fy, SUNMatrix J, void *user, N_Vector t1, N_Vector t2,
+                  N_Vector t3)
+{
+    (void)fy, (void)t1, (void)t2, (void)t3;
+    sd_impl *d = user;
+    int rc = sd_calc_jac(d, t, y);
+    if (rc != 0) return rc;
+    for (int j = 0; j < d->ny; ++j)
+        for (int i = 0; i < d->ny; ++i) SM_ELEMENT_D(J, i, j) = d->jac[i * d->ny + j];
+    return 0;
+}
+
+static int ida_jac(realtype t, realtype cj, N_Vector y, N_Vector yp, N_Vector r, SUNMatrix J, void *user,
+                   N_Vector t1, N_Vector t2, N_Vector t3)
+{
+    (void)yp, (void)r, (void)t1, (void)t2, (void)t3;
+    sd_impl *d = user;
+    int rc = sd_calc_jac(d, t, y);
+    if (rc != 0) return rc;
+    for (int j = 0; j < d->ny; ++j)
+        for (int i = 0; i < d->ny; ++i) SM_ELEMENT_D(J, i, j) = (i == j ? cj : 0.0) - d->jac[i * d->ny + j];
+    return 0;
+}
+
+/* CVODE BDF projection: ycur onto the constraint manifold through the scratch State. */
+static int cv_proj(realtype t, N_Vector ycur, N_Vector corr, realtype eps, N_Vector err, void *user)
+{
+    (void)eps, (void)err;
+    sd_impl *d = user;
+    mbk_integrator *ig = d->ig;
+    mbk_state *s = ig->scratch;
+    double *y = N_VGetArrayPointer(ycur), *c = N_VGetArrayPointer(corr);
+    int rc;
+    if ((rc = mbk_state_set_time(s, t)) < 0 || (rc = mbk_state_set_y(s, y, d->ny)) < 0) return cb_fail(d, rc);
+    ig->stats.projections++;
+    rc = mbk_system_project(ig->sys, s, ig->set.constraint_tol);
+    if (rc < 0) return cb_fail(d, rc == MBK_ECONVERGE ? MBK_ERETRY : rc);
+    const double *yp = mbk_state_get_y(s);
+    for (int i = 0; i < d->ny; ++i) {
+        c[i] = yp[i] - y[i];
+        y[i] = yp[i];
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Setup                                                                */
+/* ------------------------------------------------------------------ */
+
+static void sd_free_solver(sd_impl *d)
+{
+    if (d->mem) {
+        if (d->kind == SD_IDA) IDAFree(&d->mem);
+        else CVodeFree(&d->mem);
+    }
+    d->mem = NULL;
+    if (d->LS) SUNLinSolFree(d->LS);
+    if (d->NLS) SUNNonlinSolFree(d->NLS);
+    if (d->A) SUNMatDestroy(d->A);
+    if (d->y) N_VDestroy(d->y); /* made on the State's memory: only the wrapper goes */
+    if (d->yp) N_VDestroy(d->yp);
+    d->LS = NULL;
+    d->NLS = NULL;
+    d->A = NULL;
+    d->y = d->yp = NULL;
+    mbk_free(d->roots);
+    mbk_free(d->rootdir);
+    mbk_free(d->jac);
+    mbk_free(d->ybuf);
+    d->roots = d->rootdir = NULL;
+    d->jac = d->ybuf = NULL;
+}
+
+/* MBK status for a SUNDIALS failure flag, with the message recorded. */
+static int sd_fail(sd_impl *d, int flag, const char *what, double t)
+{
+    int status = MBK_EINTEGRATOR;
+    bool cb = d->cb_status != 0;
+    if (cb) {
+        bool fatal = d->cb_status != MBK_ERETRY && d->cb_status != MBK_ENOTFINITE;
+        status = fatal ? d->cb_status : d->cb_status == MBK_ENOTFINITE ? MBK_ENOTFINITE : MBK_EINTEGRATOR;
+    }
+    bool ida = d->kind == SD_IDA;
+    if (flag == (ida ? IDA_MEM_FAIL : CV_MEM_FAIL)) status = MBK_ENOMEM;
+    if (flag == CV_ILL_INPUT || (!ida && flag == CV_TOO_CLOSE)) status = MBK_EINVAL;
+    if (!ida && (flag == CV_PROJFUNC_FAIL || flag == CV_REPTD_PROJFUNC_ERR))
+        status = cb && d->cb_status != MBK_ERETRY ? d->cb_status : MBK_ECONVERGE;
+    const char *hint = "";
+    if (flag == CV_TOO_MUCH_ACC) hint = "; loosen the tolerances";
+    else if (!cb && (flag == CV_ERR_FAILURE || flag == CV_CONV_FAILURE))
+        hint = "; the tolerances may be too tight, or the model has a discontinuity or a singularity here";
+    return mbk_set_error(status, "%s %s failed at t = %.17g (flag %d): %s%s%s%s", sd_name(d), what, t, flag,
+                         d->sd_msg[0] ? d->sd_msg : "no message", cb ? "; after: " : "", cb ? d->cb_msg : "",
+                         hint);
+}
+
+#define SD_TRY(call, what)                                                      \
+    do {                                                                        \
+        int flag_ = (call);                                                     \
+        if (flag_ < 0) return sd_fail(d, flag_, what, t0);                      \
+    } while (0)
+
+/* Tolerances, step limits and the Jacobian choice. */
+static int sd_apply_settings(sd_impl *d)
+{
+    const mbk_integrator_settings *set = &d->ig->set;
+    double t0 = mbk_state_get_time(d->ig->cur);
+    bool ida = d->kind == SD_IDA;
+    double maxh = isfinite(set->max_step) ? set->max_step : 0.0;
+    if (ida) {
+        SD_TRY(IDASStolerances(d->mem, set->rel_tol, set->abs_tol), "setting tolerances");
+        SD_TRY(IDASetMaxStep(d->mem, maxh), "setting the maximum step");
+        SD_TRY(IDASetMinStep(d->mem, set->min_step), "setting the minimum step");
+        SD_TRY(IDASetInitStep(d->mem, set->initial_step), "setting the initial step");
+        SD_TRY(IDASetJacFn(d->mem, set->use_system_jacobian ? ida_jac : NULL), "setting the Jacobian");
+    } else {
+        SD_TRY(CVodeSStolerances(d->mem, set->rel_tol, set->abs_tol), "setting tolerances");
+        SD_TRY(CVodeSetMaxStep(d->mem, maxh), "setting the maximum step");
+        SD_TRY(CVodeSetMinStep(d->mem, set->min_step), "setting the minimum step");
+        SD_TRY(CVodeSetInitStep(d->mem, set->initial_step), "setting the initial step");
+        if (d->kind == SD_BDF)
+            SD_TRY(CVodeSetJacFn(d->mem, set->use_system_jacobian ? cv_jac : NULL), "setting the Jacobian");
+    }
+    d->use_jac = set->use_system_jacobian;
+    return MBK_OK;
+}
+
+/* Build the solver for the current State (sizes, witnesses, y pointer). */
+static int sd_setup(void *impl, mbk_integrator *ig)
+{
+    sd_impl *d = impl;
+    d->ig = ig;
+    sd_free_solver(d);
+    mbk_state *s = ig_upd_cur(ig);
+    double t0 = mbk_state_get_time(s);
+    d->ny = ig->ny;
+    d->nroots = ig_num_roots(ig);
+    d->nst = d->netf = d->ncfn = d->nje = 0;
+    d->need_reinit = false;
+    d->sd_msg[0] = d->cb_msg[0] = '\0';
+    d->cb_status = 0;
+    if (d->ny == 0)
+        return mbk_set_error(MBK_EINVAL, "%s: the system has no continuous variables to integrate; use an "
+                                         "RK-family integrator for a system of events only", sd_name(d));
+    size_t nr = d->nroots > 0 ? (size_t)d->nroots : 1;
+    d->roots = mbk_malloc(nr * sizeof *d->roots);
+    d->rootdir = mbk_malloc(nr * sizeof *d->rootdir);
+    d->jac = mbk_malloc((size_t)d->ny * (size_t)d->ny * sizeof *d->jac);
+    d->ybuf = mbk_malloc(2 * (size_t)d->ny * sizeof *d->ybuf);
+    if (!d->roots || !d->rootdir || !d->jac || !d->ybuf) return MBK_ENOMEM;
+    for (int i = 0; i < d->nroots; ++i) {
+        mbk_event_direction dir = ig_root_direction(ig, i);
+        d->rootdir[i] = dir == MBK_RISING ? 1 : dir == MBK_FALLING ? -1 : 0;
+    }
+    d->y = N_VMake_Serial(d->ny, (double *)mbk_state_get_y(s), d->ctx);
+    if (!d->y) return mbk_set_error(MBK_ENOMEM, "%s: could not make the state vector", sd_name(d));
+    if (d->kind == SD_IDA) {
+        d->yp = N_VNew_Serial(d->ny, d->ctx);
+        d->mem = IDACreate(d->ctx);
+        if (!d->yp || !d->mem) return mbk_set_error(MBK_ENOMEM, "IDA: out of memory");
+        memcpy(N_VGetArrayPointer(d->yp), mbk_state_get_ydot(s), (size_t)d->ny * sizeof(double));
+        SD_TRY(IDASetErrHandlerFn(d->mem, sd_err, d), "setting the error handler");
+        SD_TRY(IDAInit(d->mem, ida_res, t0, d->y, d->yp), "initializing");
+        SD_TRY(IDASetUserData(d->mem, d), "setting user data");
+        SD_TRY(IDASetMaxNumSteps(d->mem, -1), "setting the step limit");
+        d->A = SUNDenseMatrix(d->ny, d->ny, d->ctx);
+        d->LS = d->A ? SUNLinSol_Dense(d->y, d->A, d->ctx) : NULL;
+        if (!d->LS) return mbk_set_error(MBK_ENOMEM, "IDA: could not make the dense linear solver");
+        SD_TRY(IDASetLinearSolver(d->mem, d->LS, d->A), "attaching the linear solver");
+        if (d->nroots > 0) {
+            SD_TRY(IDARootInit(d->mem, d->nroots, ida_g), "setting up root finding");
+            SD_TRY(IDASetRootDirection(d->mem, d->rootdir), "setting root directions");
+            SD_TRY(IDASetNoInactiveRootWarn(d->mem), "setting root warnings");
+        }
+    } else {
+        d->mem = CVodeCreate(d->kind == SD_BDF ? CV_BDF : CV_ADAMS, d->ctx);
+        if (!d->mem) return mbk_set_error(MBK_ENOMEM, "CVODE: out of memory");
+        SD_TRY(CVodeSetErrHandlerFn(d->mem, sd_err, d), "setting the error handler");
+        SD_TRY(CVodeInit(d->mem, cv_rhs, t0, d->y), "initializing");
+        SD_TRY(CVodeSetUserData(d->mem, d), "setting user data");
+        SD_TRY(CVodeSetMaxNumSteps(d->mem, -1), "setting the step limit");
+        if (d->kind == SD_BDF) {
+            d->A = SUNDenseMatrix(d->ny, d->ny, d->ctx);
+            d->LS = d->A ? SUNLinSol_Dense(d->y, d->A, d->ctx) : NULL;
+            if (!d->LS) return mbk_set_error(MBK_ENOMEM, "CVODE: could not make the dense linear solver");
+            SD_TRY(CVodeSetLinearSolver(d->mem, d->LS, d->A), "attaching the linear solver");
+            SD_TRY(CVodeSetProjFn(d->mem, cv_proj), "setting the projection");
+            SD_TRY(CVodeSetProjErrEst(d->mem, SUNFALSE), "setting the projection error estimate");
+        } else {
+            d->NLS = SUNNonlinSol_FixedPoint(d->y, 0, d->ctx);
+            if (!d->NLS) return mbk_set_error(MBK_ENOMEM, "CVODE: could not make the fixed-point solver");
+            SD_TRY(CVodeSetNonlinearSolver(d->mem, d->NLS), "attaching the fixed-point solver");
+        }
+        if (d->nroots > 0) {
+            SD_TRY(CVodeRootInit(d->mem, d->nroots, cv_g), "setting up root finding");
+            SD_TRY(CVodeSetRootDirection(d->mem, d->rootdir), "setting root directions");
+            SD_TRY(CVodeSetNoInactiveRootWarn(d->mem), "setting root warnings");
+        }
+    }
+    return sd_apply_settings(d);
+}
+
+/* Restart at the current State (history dropped, as after a discontinuity). */
+static int sd_restart(sd_impl *d)
+{
+    mbk_state *s = ig_upd_cur(d->ig);
+    double t0 = mbk_state_get_time(s);
+    N_VSetArrayPointer((double *)mbk_state_get_y(s), d->y);
+    if (d->kind == SD_IDA) {
+        memcpy(N_VGetArrayPointer(d->yp), mbk_state_get_ydot(s), (size_t)d->ny * sizeof(double));
+        SD_TRY(IDAReInit(d->mem, t0, d->y, d->yp), "restarting");
+    } else {
+        SD_TRY(CVodeReInit(d->mem, t0, d->y), "restarting");
+    }
+    d->nst = d->netf = d->ncfn = d->nje = 0;
+    d->need_reinit = false;
+    return MBK_OK;
+}
+
+static int sd_reinit(void *impl, mbk_integrator *ig, mbk_stage lowest)
+{
+    sd_impl *d = impl;
+    if (lowest == MBK_STAGE_INFINITY) return sd_apply_settings(d);
+    if (lowest <= MBK_STAGE_INSTANCE || ig->ny != d->ny || ig_num_roots(ig) != d->nroots) return sd_setup(d, ig);
+    d->need_reinit = true;
+    return MBK_OK;
+}
+
+/* Add SUNDIALS' counters since the last look to the integrator's statistics. */
+static void sd_stats(sd_impl *d)
+{
+    long nst = 0, netf = 0, ncfn = 0, nje = 0;
+    if (d->kind == SD_IDA) {
+        IDAGetNumSteps(d->mem, &nst);
+        IDAGetNumErrTestFails(d->mem, &netf);
+        IDAGetNumNonlinSolvConvFails(d->mem, &ncfn);
+        IDAGetNumJacEvals(d->mem, &nje);
+    } else {
+        CVodeGetNumSteps(d->mem, &nst);
+        CVodeGetNumErrTestFails(d->mem, &netf);
+        CVodeGetNumNonlinSolvConvFails(d->mem, &ncfn);
+        if (d->kind == SD_BDF) CVodeGetNumJacEvals(d->mem, &nje);
+    }
+    mbk_integrator_stats *st = &d->ig->stats;
+    st->steps_taken += nst - d->nst;
+    st->error_test_failures += netf - d->netf;
+    st->convergence_failures += ncfn - d->ncfn;
+    st->steps_attempted += (nst - d->nst) + (netf - d->netf) + (ncfn - d->ncfn);
+    st->jacobian_evaluations += nje - d->nje;
+    d->nst = nst;
+    d->netf = netf;
+    d->ncfn = ncfn;
+    d->nje = nje;
+}
+
+static int sd_step(void *impl, mbk_integrator *ig, double t_stop)
+{
+    sd_impl *d = impl;
+    mbk_state *s = ig_upd_cur(ig);
+    double t0 = mbk_state_get_time(s);
+    int rc;
+    if (d->need_reinit && (rc = sd_restart(d)) < 0) return rc;
+    N_VSetArrayPointer((double *)mbk_state_get_y(s), d->y);
+    d->cb_status = 0;
+    d->sd_msg[0] = d->cb_msg[0] = '\0';
+    bool ida = d->kind == SD_IDA;
+    double tn = t0, tret = t0;
+    if (ida) IDAGetCurrentTime(d->mem, &tn);
+    else CVodeGetCurrentTime(d->mem, &tn);
+    int flag;
+    if (t_stop - t0 <= 8 * DBL_EPSILON * fmax(1.0, fabs(t_stop))) {
+        /* A stop a few ulps away (e.g. 7 * 0.1 after 0.7): too close for SUNDIALS to step;
+           y does not change at this scale. Move the time and restart from there. */
+        flag = 0;
+        tret = t_stop;
+        d->need_reinit = true;
+    } else if (t_stop < tn) {
+        /* The solver is already past t_stop (it returned at a root before its last step's
+           end): interpolate there and restart from it. */
+        flag = ida ? IDAGetDky(d->mem, t_stop, 0, d->y) : CVodeGetDky(d->mem, t_stop, 0, d->y);
+        if (flag < 0) return sd_fail(d, flag, "interpolating", t0);
+        tret = t_stop;
+        d->need_reinit = true;
+    } else if (ida) {
+        SD_TRY(IDASetStopTime(d->mem, t_stop), "setting the stop time");
+        flag = IDASolve(d->mem, t_stop, &tret, d->y, d->yp, IDA_ONE_STEP);
+        sd_stats(d);
+        if (flag < 0) return sd_fail(d, flag, "step", tret);
+        if (flag == IDA_TSTOP_RETURN) tret = t_stop;
+        if (flag == IDA_ROOT_RETURN) {
+            IDAGetRootInfo(d->mem, d->roots);
+            ig_report_roots(ig, d->roots);
+        }
+    } else {
+        SD_TRY(CVodeSetStopTime(d->mem, t_stop), "setting the stop time");
+        flag = CVode(d->mem, t_stop, d->y, &tret, CV_ONE_STEP);
+        sd_stats(d);
+        if (flag < 0) return sd_fail(d, flag, "step", tret);
+        if (flag == CV_TSTOP_RETURN) tret = t_stop;
+        if (flag == CV_ROOT_RETURN) {
+            CVodeGetRootInfo(d->mem, d->roots);
+            ig_report_roots(ig, d->roots);
+        }
+    }
+    if (!(tret > t0)) {
+        /* the step size fell below round-off (e.g. every step past here fails) */
+        snprintf(d->sd_msg, sizeof d->sd_msg, "its step size fell below round-off at t = %.17g", tret);
+        return sd_fail(d, CV_ERR_FAILURE, "could not advance:", tret);
+    }
+    /* The solver wrote y into the State's memory: invalidate, project, realize. */
+    if (!mbk_state_upd_y(s)) return mbk_last_status();
+    if ((rc = mbk_state_set_time(s, tret)) < 0) return rc;
+    if (d->kind != SD_BDF) {
+        memcpy(d->ybuf, mbk_state_get_y(s), (size_t)d->ny * sizeof(double));
+        ig->stats.projections++;
+        if ((rc = mbk_system_project(ig->sys, s, ig->set.constraint_tol)) < 0) return rc;
+        /* The solver keeps its unprojected solution; restart it from the projected one
+           once the two differ by more than the error test allows. */
+        const double *y = mbk_state_get_y(s);
+        double *delta = d->ybuf + d->ny;
+        for (int i = 0; i < d->ny; ++i) delta[i] = y[i] - d->ybuf[i];
+        if (mbk_integrator_calc_error_norm(ig, delta, d->ybuf, y) > 1.0) d->need_reinit = true;
+    }
+    return ig_finish_in_place(ig, tret);
+}
+
+static void sd_destroy(void *impl)
+{
+    sd_impl *d = impl;
+    sd_free_solver(d);
+    if (d->ctx) SUNContext_Free(&d->ctx);
+    mbk_free(d);
+}
+
+static mbk_integrator *sd_create(const mbk_system *sys, sd_kind kind)
+{
+    sd_impl *d = mbk_calloc(1, sizeof *d);
+    if (!d) return NULL;
+    d->kind = kind;
+    if (SUNContext_Create(NULL, &d->ctx) != 0) {
+        mbk_free(d);
+        mbk_set_error(MBK_ENOMEM, "%s: could not create the SUNDIALS context", sd_name(d));
+        return NULL;
+    }
+    mbk_integrator_ops ops = {.name = kind == SD_BDF ? "CVODE BDF" : kind == SD_ADAMS ? "CVODE Adams" : "IDA",
+                              .order = kind == SD_ADAMS ? 12 : 5,
+                              .initialize = sd_setup,
+                              .reinitialize = sd_reinit,
+                              .step = sd_step,
+                              .destroy = sd_destroy};
+    mbk_integrator *ig = ig_create(sys, &ops, d, IG_IN_PLACE);
+    if (ig) d->ig = ig;
+    return ig;
+}
+
+mbk_integrator *mbk_integrator_create_cvode(const mbk_system *sys, mbk_cvode_method method)
+{
+    if (method != MBK_CVODE_BDF && method != MBK_CVODE_ADAMS) {
+        mbk_set_error(MBK_EINVAL, "mbk_integrator_create_cvode: method %d is not MBK_CVODE_BDF or "
+                                  "MBK_CVODE_ADAMS", (int)method);
+        return NULL;
+    }
+    return sd_create(sys, method == MBK_CVODE_BDF ? SD_BDF : SD_ADAMS);
+}
+
+mbk_integrator *mbk_integrator_create_ida(const mbk_system *sys) { return sd_create(sys, SD_IDA); }
