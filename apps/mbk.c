@@ -1,199 +1,412 @@
-/* The mbk command-line program.
+/* The mbk command-line program: simulate a model, describe it, time it.
  *
- *   mbk run [--t-final T] [--step H] [--stiffness K] [--damping C] [--output FILE]
+ *   mbk run [MODEL] [options]   simulate, print a summary, write CSV and SVG
+ *   mbk info MODEL              bodies, joints, dofs, mass, the tree as text
+ *   mbk bench MODEL             time the realize cycle and the operators
  *   mbk version | --help
  *
- * `mbk run` with no model simulates the built-in model (a damped oscillator
- * written as a custom subsystem), prints a summary that compares the result
- * with the analytic solution, and writes the trajectory as CSV. */
+ * MODEL is a URDF file or a built-in (builtin:chain:N, builtin:tree:DEPTH,
+ * builtin:fourbar); `mbk run` with no MODEL simulates builtin:chain:5, a
+ * 5-link 3-D pendulum. Exit codes: 0 success, 1 failure, 2 bad usage. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
+#include <unistd.h>
 
-#include "oscillator.h"
-
-typedef struct run_options {
-    double t_final;     /* simulated seconds */
-    double step;        /* RK4 step */
-    double stiffness;   /* N/m */
-    double damping;     /* N s/m */
-    const char *output; /* CSV path */
-} run_options;
+#include "app.h"
 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: mbk run [options]     simulate the built-in model and write its trajectory\n"
-            "       mbk version           print the library version\n"
-            "       mbk --help            this text\n"
+            "usage: mbk run [MODEL] [options]   simulate MODEL, print a summary, write its trajectory\n"
+            "       mbk info [MODEL] [--all]    bodies, joints, dofs, mass and the tree as text\n"
+            "       mbk bench [MODEL] [--time S] time the realize cycle and the matter operators\n"
+            "       mbk version                 print the library version\n"
+            "       mbk --help                  this text\n"
+            "\n"
+            "MODEL (default builtin:chain:5, a 5-link 3-D pendulum under gravity):\n");
+    app_model_list_builtins(f);
+    fprintf(f,
             "\n"
             "run options:\n"
-            "  --t-final T     simulated time in seconds (default 10)\n"
-            "  --step H        fixed RK4 step in seconds (default 1e-3)\n"
-            "  --stiffness K   spring stiffness in N/m (default 4*pi^2: 1 Hz for 1 kg)\n"
-            "  --damping C     damping in N s/m (default 0.2)\n"
-            "  --output FILE   trajectory CSV (default mbk-out/trajectory.csv)\n"
+            "  --t-final T          simulated time in seconds (default 10)\n"
+            "  --integrator NAME    %s\n"
+            "  --accuracy A         relative accuracy of the error-controlled integrators, 0 < A < 1\n"
+            "                       (default 1e-6)\n"
+            "  --step H             fixed step in seconds (rk4, euler, semi-euler; rkmerson too); without it\n"
+            "                       the steps are error-controlled (the program's own fallback rk4 uses 1e-3)\n"
+            "  --gravity X,Y,Z      gravity in m/s^2 (default: the model's, (0,0,-9.81) for most)\n"
+            "  --q0 LIST            initial q: nq comma-separated numbers, or JOINT=V[:V...] pairs\n"
+            "                       (e.g. --q0 shoulder=0.5,elbow=-1); a free joint takes 7 numbers\n"
+            "  --u0 LIST            initial u, the same way\n"
+            "  --interval DT        time between output samples (default t-final/1000)\n"
+            "  --output FILE        trajectory CSV: t,q0..,u0..,energy,kinetic,potential\n"
+            "                       (default mbk-out/trajectory.csv; 'none' writes nothing)\n"
+            "  --plot FILE          SVG plot of q and energy against time (default mbk-out/plot.svg;\n"
+            "                       'none' writes nothing)\n"
+            "  --quiet              no progress line (it appears on stderr only when stderr is a\n"
+            "                       terminal and the run takes more than a second)\n"
+            "URDF options (run, info, bench):\n"
+            "  --floating-base      mount the root link on a free joint instead of welding it\n"
+            "  --no-limits          do not turn joint limits into stops\n"
+            "  --no-damping         do not turn joint damping into dampers\n"
             "\n"
-            "The built-in model is a 1 kg damped oscillator written as a custom mbk\n"
-            "subsystem; the summary compares the simulation with the exact solution.\n");
+            "The summary gives the model size, the integrator's statistics, the energy drift\n"
+            "(E(t) - E(0); exact energy conservation is expected only without dampers and stops),\n"
+            "the wall time and the real-time factor (simulated seconds per wall-clock second).\n"
+            "\n"
+            "Exit status: 0 success; 1 the model could not be loaded, the simulation failed or an\n"
+            "output could not be written; 2 bad usage (unknown command or option, bad value).\n",
+            app_integrator_names());
 }
 
-/* Parse a finite number for option `name`; 0 on success. */
-static int parse_number(const char *name, const char *text, double *out)
+typedef struct run_options {
+    const char *model;
+    double t_final, accuracy, step, interval;
+    const char *integrator;
+    bool have_gravity;
+    mbk_vec3 gravity;
+    const char *q0, *u0;
+    const char *output, *plot;
+    bool quiet, all;
+    double bench_time;
+    app_model_options mo;
+} run_options;
+
+static int usage_error(const char *cmd, const char *fmt, const char *arg)
+{
+    fprintf(stderr, "mbk %s: ", cmd);
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see mbk --help)\n");
+    return APP_USAGE;
+}
+
+static int parse_number(const char *cmd, const char *name, const char *text, double *out)
 {
     char *end = NULL;
     errno = 0;
     double v = text ? strtod(text, &end) : NAN;
     if (!text || errno || end == text || *end || !isfinite(v)) {
-        fprintf(stderr, "mbk: %s needs a finite number, got '%s'\n", name, text ? text : "");
+        fprintf(stderr, "mbk %s: %s needs a finite number, got '%s' (see mbk --help)\n", cmd, name, text ? text : "");
         return -1;
     }
     *out = v;
     return 0;
 }
 
-static int parse_run_options(int argc, char **argv, run_options *o)
+/* Comma-separated finite numbers into out (at most cap); returns the count or -1. */
+static int parse_list(const char *text, double *out, int cap)
 {
-    *o = (run_options){10.0, 1e-3, 39.47841760435743, 0.2, "mbk-out/trajectory.csv"};
+    int n = 0;
+    const char *p = text;
+    while (*p) {
+        char *end = NULL;
+        errno = 0;
+        double v = strtod(p, &end);
+        if (errno || end == p || !isfinite(v) || n == cap) return -1;
+        out[n++] = v;
+        p = end;
+        if (*p == ',') {
+            ++p;
+            if (!*p) return -1;
+        } else if (*p) {
+            return -1;
+        }
+    }
+    return n;
+}
+
+static int parse_options(const char *cmd, int argc, char **argv, run_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->t_final = 10.0, o->accuracy = 1e-6, o->integrator = app_integrator_default(), o->bench_time = 0.25;
+    o->output = "mbk-out/trajectory.csv", o->plot = "mbk-out/plot.svg";
+    bool run = !strcmp(cmd, "run"), info = !strcmp(cmd, "info"), bench = !strcmp(cmd, "bench");
     for (int i = 0; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int rc = 0;
-        if (!strcmp(a, "--t-final")) rc = parse_number(a, v, &o->t_final), ++i;
-        else if (!strcmp(a, "--step")) rc = parse_number(a, v, &o->step), ++i;
-        else if (!strcmp(a, "--stiffness")) rc = parse_number(a, v, &o->stiffness), ++i;
-        else if (!strcmp(a, "--damping")) rc = parse_number(a, v, &o->damping), ++i;
-        else if (!strcmp(a, "--output") && v) o->output = v, ++i;
-        else {
-            fprintf(stderr, "mbk run: unknown or incomplete option '%s' (see mbk --help)\n", a);
-            return -1;
+        bool takes = true;
+        if (a[0] != '-' || !strcmp(a, "-")) {
+            if (o->model) return usage_error(cmd, "more than one model given ('%s')", a);
+            o->model = a;
+            continue;
         }
-        if (rc) return -1;
+        if (!strcmp(a, "--floating-base")) o->mo.floating_base = true, takes = false;
+        else if (!strcmp(a, "--no-limits")) o->mo.no_limits = true, takes = false;
+        else if (!strcmp(a, "--no-damping")) o->mo.no_damping = true, takes = false;
+        else if (info && !strcmp(a, "--all")) o->all = true, takes = false;
+        else if (bench && !strcmp(a, "--time")) rc = parse_number(cmd, a, v, &o->bench_time);
+        else if (run && !strcmp(a, "--quiet")) o->quiet = true, takes = false;
+        else if (run && !strcmp(a, "--t-final")) rc = parse_number(cmd, a, v, &o->t_final);
+        else if (run && !strcmp(a, "--accuracy")) rc = parse_number(cmd, a, v, &o->accuracy);
+        else if (run && !strcmp(a, "--step")) rc = parse_number(cmd, a, v, &o->step);
+        else if (run && !strcmp(a, "--interval")) rc = parse_number(cmd, a, v, &o->interval);
+        else if (run && !strcmp(a, "--integrator")) {
+            if (!v) return usage_error(cmd, "%s needs a name", a);
+            o->integrator = v;
+        } else if (run && !strcmp(a, "--gravity")) {
+            double g[3];
+            if (!v || parse_list(v, g, 3) != 3) return usage_error(cmd, "--gravity needs X,Y,Z, got '%s'", v ? v : "");
+            o->have_gravity = true, o->gravity = mbk_vec3_make(g[0], g[1], g[2]);
+        } else if (run && (!strcmp(a, "--q0") || !strcmp(a, "--u0"))) {
+            if (!v) return usage_error(cmd, "%s needs a list", a);
+            if (a[2] == 'q') o->q0 = v;
+            else o->u0 = v;
+        } else if (run && (!strcmp(a, "--output") || !strcmp(a, "--plot"))) {
+            if (!v || !*v) return usage_error(cmd, "%s needs a file name", a);
+            if (a[2] == 'o') o->output = v;
+            else o->plot = v;
+        } else {
+            return usage_error(cmd, "unknown option '%s'", a);
+        }
+        if (rc) return APP_USAGE;
+        if (takes) ++i;
     }
-    if (o->t_final <= 0 || o->step <= 0 || o->stiffness <= 0 || o->damping < 0 ||
-        o->damping >= 2.0 * sqrt(o->stiffness)) {
-        fprintf(stderr, "mbk run: need t-final > 0, step > 0, stiffness > 0 and "
-                        "0 <= damping < 2*sqrt(stiffness) (underdamped)\n");
-        return -1;
+    if (run) {
+        const char *why;
+        if (!(o->t_final > 0)) return usage_error(cmd, "%s", "--t-final must be > 0");
+        if (!(o->accuracy > 0 && o->accuracy < 1)) return usage_error(cmd, "%s", "--accuracy must be in (0, 1)");
+        if (o->step < 0 || o->step > o->t_final) return usage_error(cmd, "%s", "--step must be in (0, t-final]");
+        if (o->interval < 0 || o->interval > o->t_final)
+            return usage_error(cmd, "%s", "--interval must be in (0, t-final]");
+        if (!app_integrator_known(o->integrator))
+            return usage_error(cmd, "unknown integrator '%s'", o->integrator);
+        if (!app_integrator_available(o->integrator, &why)) {
+            fprintf(stderr, "mbk run: integrator '%s' is not available: %s\n", o->integrator, why);
+            return APP_USAGE;
+        }
+        if (o->interval == 0) o->interval = o->t_final / 1000;
+        if ((o->t_final / o->interval) > 1e7) return usage_error(cmd, "%s", "--interval gives more than 1e7 samples");
     }
-    return 0;
+    if (bench && !(o->bench_time > 0 && o->bench_time <= 60)) return usage_error(cmd, "%s", "--time must be in (0, 60]");
+    return APP_OK;
 }
 
-/* Create the directory part of a path (one level), so the default output works. */
-static void make_parent_dir(const char *path)
+/* --q0 / --u0: either n plain numbers, or JOINT=V[:V...] pairs. */
+static int apply_list(const app_model *m, mbk_state *s, const char *text, bool is_q)
 {
-    const char *slash = strrchr(path, '/');
-    if (!slash || slash == path) return;
-    char dir[1024];
-    size_t n = (size_t)(slash - path);
-    if (n >= sizeof dir) return;
-    memcpy(dir, path, n);
-    dir[n] = '\0';
-    mkdir(dir, 0777);
+    const char *what = is_q ? "--q0" : "--u0";
+    int n = is_q ? mbk_state_get_nq(s) : mbk_state_get_nu(s);
+    double *dst = is_q ? mbk_state_upd_q(s) : mbk_state_upd_u(s);
+    if (!strchr(text, '=')) {
+        double *v = malloc(sizeof(double) * ((size_t)n + 1));
+        int k = v ? parse_list(text, v, n + 1) : -1;
+        if (k != n) {
+            fprintf(stderr, "mbk run: %s needs %d comma-separated numbers for this model (or JOINT=V pairs)%s\n", what, n,
+                    k > n || k < 0 ? "" : ", got fewer");
+            free(v);
+            return APP_USAGE;
+        }
+        memcpy(dst, v, sizeof(double) * (size_t)n);
+        free(v);
+        return APP_OK;
+    }
+    char *copy = malloc(strlen(text) + 1);
+    if (!copy) return APP_FAIL;
+    strcpy(copy, text);
+    int status = APP_OK;
+    const mbk_matter *mt = mbk_multibody_get_matter(m->sys);
+    for (char *save = NULL, *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '=');
+        if (!eq) {
+            fprintf(stderr, "mbk run: %s: '%s' is not JOINT=VALUE\n", what, item);
+            status = APP_USAGE;
+            break;
+        }
+        *eq = '\0';
+        int nq = 0, start = app_model_find_joint_q(m, s, item, &nq);
+        if (start >= 0 && !is_q) {
+            int b = 1;
+            while (b < m->n_bodies && strcmp(m->joint_name[b], item) && strcmp(m->body_name[b], item)) ++b;
+            start = mbk_matter_get_body_u_start(mt, s, b), nq = mbk_matter_get_body_num_u(mt, s, b);
+        }
+        if (start < 0) {
+            fprintf(stderr, "mbk run: %s: the model has no joint named '%s' (mbk info lists them)\n", what, item);
+            status = APP_USAGE;
+            break;
+        }
+        for (char *p = eq + 1; *p; ++p)
+            if (*p == ':') *p = ',';
+        double v[8];
+        int k = parse_list(eq + 1, v, 8);
+        if (k != nq) {
+            fprintf(stderr, "mbk run: %s: joint '%s' has %d %s; give %d number%s separated by ':'\n", what, item, nq,
+                    is_q ? "q" : "u", nq, nq == 1 ? "" : "s");
+            status = APP_USAGE;
+            break;
+        }
+        memcpy(dst + start, v, sizeof(double) * (size_t)k);
+    }
+    free(copy);
+    return status;
 }
 
-/* One classical RK4 step of y' = f(t, y) through the System's ODE view. */
-static int rk4_step(const mbk_system *sys, mbk_state *s, double t, double h, double *y, int ny,
-                    double *k)
+static int sample(app_series *ser, const mbk_system *sys, const mbk_state *s)
 {
-    double *k1 = k, *k2 = k + ny, *k3 = k + 2 * ny, *k4 = k + 3 * ny, *tmp = k + 4 * ny;
-    int rc = mbk_system_calc_ydot(sys, s, t, y, k1);
-    for (int i = 0; rc == 0 && i < ny; ++i) tmp[i] = y[i] + 0.5 * h * k1[i];
-    if (rc == 0) rc = mbk_system_calc_ydot(sys, s, t + 0.5 * h, tmp, k2);
-    for (int i = 0; rc == 0 && i < ny; ++i) tmp[i] = y[i] + 0.5 * h * k2[i];
-    if (rc == 0) rc = mbk_system_calc_ydot(sys, s, t + 0.5 * h, tmp, k3);
-    for (int i = 0; rc == 0 && i < ny; ++i) tmp[i] = y[i] + h * k3[i];
-    if (rc == 0) rc = mbk_system_calc_ydot(sys, s, t + h, tmp, k4);
-    for (int i = 0; rc == 0 && i < ny; ++i) y[i] += h / 6.0 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]);
-    return rc;
-}
-
-static int fail(const char *what)
-{
-    fprintf(stderr, "mbk: %s: %s (%s)\n", what, mbk_last_error(), mbk_status_name(mbk_last_status()));
-    return 1;
+    double ke = 0, pe = 0;
+    if (mbk_system_calc_energy(sys, s, &ke, &pe) < 0) return app_fail("computing the energy");
+    if (app_series_add(ser, mbk_state_get_time(s), mbk_state_get_q(s), mbk_state_get_u(s), ke, pe)) {
+        fprintf(stderr, "mbk: out of memory for the trajectory\n");
+        return APP_FAIL;
+    }
+    return APP_OK;
 }
 
 static int cmd_run(const run_options *o)
 {
-    const double mass = 1.0;
-    mbk_system *sys = mbk_system_create("damped oscillator");
-    int sub = oscillator_add(sys, mass, o->stiffness, o->damping);
-    mbk_state *s = mbk_state_create();
-    if (sub < 0 || !s || mbk_system_realize_topology(sys) || mbk_state_init(s, sys) ||
-        mbk_system_realize(sys, s, MBK_STAGE_REPORT))
-        return fail("setting up the model");
-
-    int ny = mbk_state_get_ny(s);
-    double y[2], work[5 * 2], e0, ke, pe;
-    memcpy(y, mbk_state_get_y(s), sizeof y);
-    mbk_system_calc_energy(sys, s, &ke, &pe);
-    e0 = ke + pe;
-
-    make_parent_dir(o->output);
-    FILE *csv = fopen(o->output, "w");
-    if (!csv) {
-        fprintf(stderr, "mbk: cannot write %s: %s\n", o->output, strerror(errno));
-        return 1;
+    app_model m;
+    int status = app_model_load(o->model, &o->mo, &m);
+    if (status) return status;
+    mbk_state *s0 = app_model_initial_state(&m);
+    app_integrator *ig = NULL;
+    app_series ser = {0};
+    if (!s0) {
+        status = APP_FAIL;
+        goto out;
     }
-    fprintf(csv, "t,q0,u0,energy,q0_exact,u0_exact\n");
-
-    long steps = (long)ceil(o->t_final / o->step - 1e-9), allocs0 = mbk_get_allocation_count();
-    double max_err = 0.0, t = 0.0, xe = y[0], ve = y[1];
-    clock_t c0 = clock();
-    for (long n = 0; n <= steps; ++n) {
-        oscillator_exact(mass, o->stiffness, o->damping, 1.0, 0.0, t, &xe, &ve);
-        max_err = fmax(max_err, fabs(y[0] - xe));
-        if (mbk_system_realize(sys, s, MBK_STAGE_VELOCITY) || mbk_system_calc_energy(sys, s, &ke, &pe))
-            return fail("computing energy");
-        fprintf(csv, "%.9g,%.17g,%.17g,%.17g,%.17g,%.17g\n", t, y[0], y[1], ke + pe, xe, ve);
-        if (n == steps) break;
-        double h = fmin(o->step, o->t_final - t);
-        if (rk4_step(sys, s, t, h, y, ny, work)) return fail("integrating");
-        t = n + 1 == steps ? o->t_final : t + h;
+    if (o->have_gravity) {
+        if (m.gravity_force < 0) {
+            fprintf(stderr, "mbk run: --gravity: this model has no gravity element\n");
+            status = APP_USAGE;
+            goto out;
+        }
+        if (mbk_force_set_gravity(mbk_multibody_get_forces(m.sys), s0, m.gravity_force, o->gravity) < 0) {
+            status = app_fail("setting gravity");
+            goto out;
+        }
     }
-    double wall = (double)(clock() - c0) / CLOCKS_PER_SEC;
-    long allocs = mbk_get_allocation_count() - allocs0;
-    fclose(csv);
+    if ((o->q0 && (status = apply_list(&m, s0, o->q0, true))) || (o->u0 && (status = apply_list(&m, s0, o->u0, false))))
+        goto out;
+    if (mbk_system_realize(m.sys, s0, MBK_STAGE_VELOCITY) < 0) {
+        status = app_fail("realizing the initial State");
+        goto out;
+    }
 
-    double e_exact = 0.5 * mass * ve * ve + 0.5 * o->stiffness * xe * xe;
-    printf("mbk %s: simulated the built-in model\n", mbk_version());
-    printf("  model        %s: 1 kg mass on a spring, k = %g N/m, c = %g N s/m (custom subsystem)\n",
-           mbk_system_get_name(sys), o->stiffness, o->damping);
-    printf("  state        nq = %d, nu = %d, nz = %d\n", mbk_state_get_nq(s), mbk_state_get_nu(s),
-           mbk_state_get_nz(s));
-    printf("  integrator   RK4, fixed step %g s, %ld steps to t = %g s\n", o->step, steps, t);
-    printf("  final        x = %.12f m, v = %.12f m/s\n", y[0], y[1]);
-    printf("  exact        x = %.12f m, v = %.12f m/s\n", xe, ve);
-    printf("  max |x - x_exact| over the run: %.3e m\n", max_err);
-    printf("  energy       %.9f J -> %.9f J (exact %.9f J)\n", e0, ke + pe, e_exact);
-    printf("  wall time    %.3f s (%.0f x real time); heap allocations while stepping: %ld\n", wall,
-           wall > 0 ? t / wall : INFINITY, allocs);
-    printf("  output       %s\n", o->output);
-    mbk_state_destroy(s);
-    mbk_system_destroy(sys);
-    return 0;
+    double t0 = app_now();
+    ig = app_integrator_start(m.sys, o->integrator, o->accuracy, o->step, s0);
+    if (!ig) {
+        status = app_fail("starting the integrator");
+        goto out;
+    }
+    const mbk_state *s = app_integrator_state(ig);
+    ser.nq = mbk_state_get_nq(s), ser.nu = mbk_state_get_nu(s);
+    if ((status = sample(&ser, m.sys, s))) goto out;
+    bool tty = isatty(STDERR_FILENO) && !o->quiet, shown = false;
+    double last_shown = t0;
+    long n = (long)ceil(o->t_final / o->interval - 1e-9);
+    double max_drift = 0, e0 = ser.ke[0] + ser.pe[0];
+    for (long k = 1; k <= n; ++k) {
+        double t = k == n ? o->t_final : k * o->interval;
+        if (app_integrator_step_to(ig, t) < 0) {
+            fprintf(stderr, "\nmbk run: the simulation failed at t = %.6g s: %s (%s)\n",
+                    mbk_state_get_time(app_integrator_state(ig)), mbk_last_error(), mbk_status_name(mbk_last_status()));
+            status = APP_FAIL;
+            break;
+        }
+        s = app_integrator_state(ig);
+        if ((status = sample(&ser, m.sys, s))) break;
+        max_drift = fmax(max_drift, fabs(ser.ke[ser.n - 1] + ser.pe[ser.n - 1] - e0));
+        double now = app_now();
+        if (tty && now - t0 > 1.0 && now - last_shown > 0.1) {
+            fprintf(stderr, "\r  t = %.4g of %.4g s (%3.0f%%), %.1f s wall ", t, o->t_final, 100 * t / o->t_final,
+                    now - t0);
+            last_shown = now, shown = true;
+        }
+    }
+    double wall = app_now() - t0;
+    if (shown) fprintf(stderr, "\r%*s\r", 60, "");
+
+    /* summary */
+    app_stats st;
+    app_integrator_stats(ig, &st);
+    const mbk_matter *mt = mbk_multibody_get_matter(m.sys);
+    double t_end = ser.t[ser.n - 1], e_end = ser.ke[ser.n - 1] + ser.pe[ser.n - 1];
+    printf("mbk %s: %s %s\n", mbk_version(), status ? "simulation stopped early:" : "simulated", m.spec);
+    printf("  model        %s\n", m.title);
+    printf("  size         %d bod%s + Ground, nq = %d, nu = %d, %d constraint%s, %.6g kg\n", m.n_bodies - 1,
+           m.n_bodies == 2 ? "y" : "ies", ser.nq, ser.nu, mbk_matter_get_num_constraints(mt), mbk_matter_get_num_constraints(mt) == 1 ? "" : "s",
+           mbk_matter_get_total_mass(mt));
+    printf("  integrator   %s", st.integrator);
+    if (st.library && o->step > 0) printf(", fixed step %g s", o->step);
+    else if (st.library) printf(", accuracy %g (error-controlled steps)", o->accuracy);
+    printf("\n");
+    printf("  steps        %ld taken, %ld attempted (%ld rejected by the error test), %ld ydot evaluations",
+           st.steps, st.attempts, st.rejected, st.rhs);
+    if (st.library) printf(", %ld projections", st.projections);
+    if (st.convergence_failures) printf(", %ld convergence failures", st.convergence_failures);
+    printf("\n");
+    printf("  time         0 -> %g s\n", t_end);
+    printf("  energy       E(0) = %.10g J, E(end) = %.10g J: drift %.3e J (%.2e relative), max |E - E(0)| %.3e J%s\n",
+           e0, e_end, e_end - e0, fabs(e_end - e0) / fmax(fabs(e0), 1e-300), max_drift,
+           m.dissipative ? "\n               (the model has dampers or stops: energy is not conserved)" : "");
+    printf("  wall time    %.3f s, real-time factor %.3g (simulated s per wall s)\n", wall,
+           wall > 0 ? t_end / wall : INFINITY);
+
+    /* outputs (also after a failure: what was simulated is still worth looking at) */
+    const char *title = m.spec;
+    if (strcmp(o->output, "none")) {
+        app_make_parent_dir(o->output);
+        if (app_write_csv(o->output, &ser)) {
+            fprintf(stderr, "mbk run: cannot write %s: %s\n", o->output, strerror(errno));
+            status = APP_FAIL;
+        } else {
+            printf("  trajectory   %s (%ld rows: t, %d q, %d u, energy)\n", o->output, ser.n, ser.nq, ser.nu);
+        }
+    }
+    if (strcmp(o->plot, "none")) {
+        app_make_parent_dir(o->plot);
+        char t2[700];
+        snprintf(t2, sizeof t2, "mbk run %s: q and energy against time (%s)", title, st.integrator);
+        if (app_write_svg(o->plot, &ser, t2)) {
+            fprintf(stderr, "mbk run: cannot write %s: %s\n", o->plot, strerror(errno));
+            status = APP_FAIL;
+        } else {
+            printf("  plot         %s\n", o->plot);
+        }
+    }
+out:
+    app_series_free(&ser);
+    app_integrator_free(ig);
+    mbk_state_destroy(s0);
+    app_model_free(&m);
+    return status;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+    if (argc < 2) {
+        usage(stderr);
+        return APP_USAGE;
     }
-    if (!strcmp(argv[1], "version")) {
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return APP_OK;
+    }
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("mbk %s\n", mbk_version());
-        return 0;
+        return APP_OK;
     }
-    if (!strcmp(argv[1], "run")) {
-        run_options o;
-        if (parse_run_options(argc - 2, argv + 2, &o)) return 2;
-        return cmd_run(&o);
+    if (strcmp(cmd, "run") && strcmp(cmd, "info") && strcmp(cmd, "bench")) {
+        fprintf(stderr, "mbk: unknown command '%s' (see mbk --help)\n", cmd);
+        return APP_USAGE;
     }
-    fprintf(stderr, "mbk: unknown command '%s' (see mbk --help)\n", argv[1]);
-    return 2;
+    for (int i = 2; i < argc; ++i)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return APP_OK;
+        }
+    run_options o;
+    int rc = parse_options(cmd, argc - 2, argv + 2, &o);
+    if (rc) return rc;
+    if (!strcmp(cmd, "run")) return cmd_run(&o);
+    app_model m;
+    rc = app_model_load(o.model, &o.mo, &m);
+    if (rc) return rc;
+    rc = !strcmp(cmd, "info") ? app_info(&m, o.all) : app_bench(&m, o.bench_time);
+    app_model_free(&m);
+    return rc;
 }

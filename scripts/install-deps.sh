@@ -7,6 +7,9 @@ packages=(
   cmake make gcc g++ pkg-config     # toolchain
   libopenblas-dev liblapacke-dev    # dense linear algebra (LAPACK on OpenBLAS)
   libsundials-dev                   # CVODE and IDA
+  libexpat1-dev                     # XML parser of the URDF loader
+  libmujoco-dev                     # independent reference for the URDF tests
+  clang libclang-rt-dev             # libFuzzer for the URDF fuzz test (skipped without them)
   libsimbody-dev                    # independent reference for tests and benchmarks
 )
 

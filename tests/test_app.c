@@ -1,0 +1,220 @@
+/* The mbk program, run as a user would: `mbk run` with and without a model,
+ * its CSV and SVG outputs, `mbk info`, `mbk bench`, --help, and the exit
+ * codes and messages of bad usage (2) and failures (1). The program is found
+ * beside this test in the build tree (../apps/mbk). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mbk_test.h"
+
+static char bin[4200], dir[256], models[1024];
+
+typedef struct result {
+    int code;
+    char out[65536], err[8192];
+} result;
+
+static void slurp(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+    buf[n] = '\0';
+    if (f) fclose(f);
+}
+
+/* Run "mbk ARGS" in the scratch directory; stdout and stderr captured apart. */
+static void run(result *r, const char *args)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >'%s/out.txt' 2>'%s/err.txt'", dir, bin, args, dir, dir);
+    int st = system(cmd);
+    r->code = st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    char path[512];
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    slurp(path, r->out, sizeof r->out);
+    snprintf(path, sizeof path, "%s/err.txt", dir);
+    slurp(path, r->err, sizeof r->err);
+}
+
+static int has(const char *s, const char *sub) { return strstr(s, sub) != NULL; }
+
+static long count_lines(const char *path, char *first, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    long n = 0;
+    int c, prev = '\n';
+    size_t k = 0;
+    while ((c = fgetc(f)) != EOF) {
+        if (n == 0 && c != '\n' && k + 1 < cap) first[k++] = (char)c;
+        if (c == '\n') n++;
+        prev = c;
+    }
+    if (prev != '\n') n++;
+    first[k] = '\0';
+    fclose(f);
+    return n;
+}
+
+static void expect_usage_error(const char *args, const char *message)
+{
+    result r;
+    run(&r, args);
+    if (!CHECK(r.code == 2) | !CHECK(has(r.err, message)) | !CHECK(r.out[0] == '\0'))
+        fprintf(stderr, "  mbk %s -> %d\n  stderr: %s\n", args, r.code, r.err);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    /* the program: <build>/apps/mbk, this test: <build>/tests/test_app */
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) snprintf(self, sizeof self, "%s", argv[0]);
+    else self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash) *slash = '\0';
+    snprintf(bin, sizeof bin, "%s/../apps/mbk", self);
+    const char *f = __FILE__, *fs = strrchr(f, '/');
+    snprintf(models, sizeof models, "%.*s/urdf", fs ? (int)(fs - f) : 1, fs ? f : ".");
+    snprintf(dir, sizeof dir, "/tmp/mbk-test-app-XXXXXX");
+    if (!CHECK(access(bin, X_OK) == 0) || !CHECK(mkdtemp(dir) != NULL)) return mbk_test_finish();
+
+    result r;
+    char args[2048], path[512], first[4096];
+
+    /* the README's first command: no model, default outputs in mbk-out/ */
+    run(&r, "run --t-final 0.2");
+    CHECK(r.code == 0);
+    CHECK(has(r.out, "simulated builtin:chain:5") && has(r.out, "5-link 3-D pendulum"));
+    CHECK(has(r.out, "nq = 5, nu = 5") && has(r.out, "RK-Merson") && has(r.out, "steps"));
+    CHECK(has(r.out, "energy") && has(r.out, "drift") && has(r.out, "wall time") && has(r.out, "real-time factor"));
+    CHECK(r.err[0] == '\0'); /* no progress line when stderr is not a terminal */
+    snprintf(path, sizeof path, "%s/mbk-out/trajectory.csv", dir);
+    CHECK(count_lines(path, first, sizeof first) == 1002); /* header + t = 0, 0.0002, ..., 0.2 */
+    CHECK(!strcmp(first, "t,q0,q1,q2,q3,q4,u0,u1,u2,u3,u4,energy,kinetic,potential"));
+    snprintf(path, sizeof path, "%s/mbk-out/plot.svg", dir);
+    {
+        static char svg[1 << 20];
+        slurp(path, svg, sizeof svg);
+        CHECK(has(svg, "<svg") && has(svg, "</svg>") && has(svg, "<polyline") && has(svg, "q4"));
+    }
+    if (r.code) fprintf(stderr, "  stdout: %s\n  stderr: %s\n", r.out, r.err);
+
+    /* outputs where asked, fixed-step RK4, gravity and initial conditions by joint name */
+    run(&r, "run builtin:chain:3 --t-final 0.5 --integrator rk4 --step 0.01 --interval 0.1 --gravity 0,0,-1.62 "
+            "--q0 joint1=0.4,joint3=-0.2 --u0 0,1,0 --output out/a.csv --plot out/a.svg");
+    CHECK(r.code == 0 && has(r.out, "RK4"));
+    snprintf(path, sizeof path, "%s/out/a.csv", dir);
+    CHECK(count_lines(path, first, sizeof first) == 7);
+    {
+        char csv[4096];
+        slurp(path, csv, sizeof csv);
+        CHECK(has(csv, "\n0,0.4,0.6,-0.2,0,1,0,")); /* t = 0: q (joint2 keeps its default 0.6), then u */
+    }
+    if (r.code) fprintf(stderr, "  stdout: %s\n  stderr: %s\n", r.out, r.err);
+    static const char *const integrators[][2] = {{"rkmerson", "RK-Merson"}, {"rk4", "RK4"}, {"euler", "explicit Euler"},
+                                                 {"semi-euler", "semi-explicit Euler"}, {"cvode-bdf", "CVODE BDF"},
+                                                 {"cvode-adams", "CVODE Adams"}, {"ida", "IDA"}};
+    for (size_t i = 0; i < sizeof integrators / sizeof *integrators; ++i) {
+        snprintf(args, sizeof args, "run --t-final 0.1 --integrator %s --output none --plot none", integrators[i][0]);
+        run(&r, args);
+        if (!CHECK(r.code == 0 && has(r.out, integrators[i][1])))
+            fprintf(stderr, "  %s: %d\n  stdout: %s\n  stderr: %s\n", integrators[i][0], r.code, r.out, r.err);
+    }
+    run(&r, "run builtin:chain:2 --t-final 0.1 --output none --plot none");
+    CHECK(r.code == 0 && !has(r.out, "trajectory ") && !has(r.out, "plot "));
+
+    /* constraints, quaternions and URDF models */
+    run(&r, "run builtin:fourbar --t-final 0.5 --output none --plot none");
+    CHECK(r.code == 0 && has(r.out, "1 constraint"));
+    run(&r, "run builtin:tree:3 --t-final 0.2 --output none --plot none");
+    CHECK(r.code == 0 && has(r.out, "nq = 28, nu = 21"));
+    snprintf(args, sizeof args, "run '%s/arm7.urdf' --t-final 0.2 --q0 j2=0.5,j4=0.05 --output none --plot none", models);
+    run(&r, args);
+    CHECK(r.code == 0 && has(r.out, "URDF robot 'arm7'") && has(r.out, "not conserved"));
+    snprintf(args, sizeof args, "run '%s/floating_limbs.urdf' --t-final 0.1 --q0 root=1:0:0:0:0:0:2 --output none --plot none",
+             models);
+    run(&r, args);
+    CHECK(r.code == 0 && has(r.out, "nq = 15, nu = 14"));
+    if (r.code) fprintf(stderr, "  stdout: %s\n  stderr: %s\n", r.out, r.err);
+
+    /* info and bench */
+    run(&r, "info builtin:chain:3");
+    CHECK(r.code == 0 && has(r.out, "3 plus Ground") && has(r.out, "nq = 3, nu = 3") && has(r.out, "link3"));
+    CHECK(has(r.out, "`-- link1 [joint1: pin (y)] q0, 1 kg"));
+    snprintf(args, sizeof args, "info '%s/double_pendulum.urdf'", models);
+    run(&r, args);
+    CHECK(r.code == 0 && has(r.out, "world") && has(r.out, "lower [elbow: continuous] q1, 0.8 kg"));
+    run(&r, "info builtin:tree:9");
+    CHECK(r.code == 0 && has(r.out, "mbk info --all"));
+    run(&r, "bench builtin:chain:3 --time 0.01");
+    CHECK(r.code == 0 && has(r.out, "M^-1 v") && has(r.out, "calls/s"));
+
+    /* help and version */
+    run(&r, "--help");
+    CHECK(r.code == 0);
+    static const char *const documented[] = {"--t-final", "--integrator", "--accuracy", "--step", "--gravity",
+                                             "--q0", "--u0", "--output", "--plot", "--interval", "--quiet",
+                                             "--floating-base", "builtin:chain:N", "builtin:tree:D",
+                                             "builtin:fourbar", "Exit status"};
+    for (size_t i = 0; i < sizeof documented / sizeof *documented; ++i) CHECK(has(r.out, documented[i]));
+    run(&r, "run --help");
+    CHECK(r.code == 0 && has(r.out, "usage: mbk run"));
+    run(&r, "version");
+    CHECK(r.code == 0 && has(r.out, "mbk "));
+
+    /* bad usage: exit 2, a message on stderr, nothing on stdout */
+    run(&r, "");
+    CHECK(r.code == 2 && has(r.err, "usage:"));
+    expect_usage_error("frobnicate", "unknown command 'frobnicate'");
+    expect_usage_error("run --bogus", "unknown option '--bogus'");
+    expect_usage_error("run --t-final", "--t-final needs a finite number");
+    expect_usage_error("run --t-final -1", "--t-final must be > 0");
+    expect_usage_error("run --t-final nan", "--t-final needs a finite number");
+    expect_usage_error("run --accuracy 2", "--accuracy must be in (0, 1)");
+    expect_usage_error("run --integrator nope", "unknown integrator 'nope'");
+    expect_usage_error("run --gravity 1,2", "--gravity needs X,Y,Z");
+    expect_usage_error("run --q0 1,2", "--q0 needs 5 comma-separated numbers");
+    expect_usage_error("run --q0 knee=1", "no joint named 'knee'");
+    expect_usage_error("run --q0 joint1=1:2", "joint 'joint1' has 1 q");
+    expect_usage_error("run builtin:chain:0", "N must be an integer");
+    expect_usage_error("run builtin:nothing", "unknown built-in model");
+    expect_usage_error("run builtin:chain:2 builtin:chain:3", "more than one model");
+    expect_usage_error("info --t-final 1", "unknown option '--t-final'");
+    expect_usage_error("bench --time 0", "--time must be in (0, 60]");
+
+    /* failures: exit 1 with the reason */
+    run(&r, "run no/such/model.urdf");
+    CHECK(r.code == 1 && has(r.err, "no/such/model.urdf") && has(r.err, "cannot open"));
+    snprintf(path, sizeof path, "%s/bad.urdf", dir);
+    FILE *fb = fopen(path, "w");
+    if (fb) {
+        fputs("<robot name=\"bad\">\n  <link name=\"a\"/>\n  <joint name=\"j\" type=\"hinge\"/>\n</robot>\n", fb);
+        fclose(fb);
+    }
+    run(&r, "info bad.urdf");
+    CHECK(r.code == 1 && has(r.err, "bad.urdf:3: <joint name=\"j\">: unknown joint type 'hinge'"));
+    /* a robot with nothing to move still runs */
+    snprintf(path, sizeof path, "%s/fixed.urdf", dir);
+    fb = fopen(path, "w");
+    if (fb) {
+        fputs("<robot name=\"statue\"><link name=\"base\"/></robot>\n", fb);
+        fclose(fb);
+    }
+    run(&r, "run fixed.urdf --t-final 0.1 --output none --plot none");
+    CHECK(r.code == 0 && has(r.out, "nq = 0, nu = 0") && has(r.out, "no state variables"));
+    run(&r, "info bad.urdf");
+    CHECK(r.code == 1 && has(r.err, "bad.urdf:3: <joint name=\"j\">: unknown joint type 'hinge'"));
+    run(&r, "run builtin:chain:2 --t-final 0.1 --output /nonexistent-dir/x/y.csv --plot none");
+    CHECK(r.code == 1 && has(r.err, "cannot write /nonexistent-dir/x/y.csv"));
+
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    if (system(args) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    return mbk_test_finish();
+}
