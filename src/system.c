@@ -330,9 +330,9 @@ int mbk_system_calc_energy(const mbk_system *sys, const mbk_state *s, double *ki
 int mbk_system_calc_ydot(const mbk_system *sys, mbk_state *s, double t, const double *y,
                          double *ydot)
 {
-    if (!ydot) return mbk_set_error(MBK_EINVAL, "mbk_system_calc_ydot: ydot is NULL");
     int rc = mbk_system_realize(sys, s, MBK_STAGE_MODEL);
     if (rc < 0) return rc;
+    if (!ydot && mbk_state_get_ny(s) > 0) return mbk_set_error(MBK_EINVAL, "mbk_system_calc_ydot: ydot is NULL");
     /* Check everything before changing anything: a refused call leaves the State alone. */
     int ny = mbk_state_get_ny(s);
     if (!isfinite(t)) return mbk_set_error(MBK_ENOTFINITE, "mbk_system_calc_ydot: t = %g is not finite", t);
@@ -344,7 +344,7 @@ int mbk_system_calc_ydot(const mbk_system *sys, mbk_state *s, double t, const do
     if (y && (rc = mbk_state_set_y(s, y, ny)) < 0) return rc;
     rc = mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION);
     if (rc < 0) return rc;
-    memcpy(ydot, mbk_state_get_ydot(s), (size_t)mbk_state_get_ny(s) * sizeof(double));
+    if (ny > 0) memcpy(ydot, mbk_state_get_ydot(s), (size_t)ny * sizeof(double));
     return MBK_OK;
 }
 
