@@ -37,7 +37,7 @@ static size_t ws_layout(const mbk_matter *m, size_t off[12])
     size_t nq = (size_t)MBK_MOBILIZER_MAX_Q * nb;
     const size_t sizes[12] = {mm * mm * 8, mm * nu * 8, mm * 8, mm * 8, mm * 8, (size_t)(m->lwork + 1) * 8,
                               nu * 8, nu * 8, nb * sizeof(mbk_spatial_vec), nb * sizeof(mbk_spatial_vec),
-                              2 * nb * sizeof(mbk_spatial_vec), mm * sizeof(int) + nq * 8};
+                              2 * nb * sizeof(mbk_spatial_vec), mm * sizeof(int) + 8 + (3 * nq + nu) * 8};
     size_t o = 0;
     for (int i = 0; i < 12; ++i) {
         off[i] = o;
@@ -58,10 +58,13 @@ ct_solve_ws ct_workspace(const mbk_matter *m, const mbk_state *s)
     return w;
 }
 
-/* Saved q during projection and assembly (after the pivots). */
-static double *ws_qsave(const mbk_matter *m, const ct_solve_ws *w)
+/* Saved coordinates after the pivots: which 0 q at the start of a position solve,
+   1 q at the start of an iteration, 2 q and 3 u at the start of a projection. */
+static double *ws_saved(const mbk_matter *m, const ct_solve_ws *w, int which)
 {
-    return (double *)((char *)w->jpvt + (((size_t)(m->mmax > 0 ? m->mmax : 1) * sizeof(int) + 7) & ~(size_t)7));
+    size_t nq = (size_t)MBK_MOBILIZER_MAX_Q * (size_t)m->nb;
+    double *base = (double *)((char *)w->jpvt + (((size_t)(m->mmax > 0 ? m->mmax : 1) * sizeof(int) + 7) & ~(size_t)7));
+    return base + (size_t)(which < 3 ? which : 3) * nq;
 }
 
 int mt_constraints_topology(mbk_matter *m, mbk_state *s)
@@ -122,10 +125,14 @@ static int g_transpose(const mbk_matter *m, const mbk_state *s, const ct_solve_w
     return MBK_OK;
 }
 
+/* Largest magnitude; NaN if any entry is NaN (so error checks cannot pass on NaN). */
 static double max_abs(const double *v, int n)
 {
     double x = 0;
-    for (int i = 0; i < n; ++i) x = fmax(x, fabs(v[i]));
+    for (int i = 0; i < n; ++i) {
+        if (isnan(v[i])) return NAN;
+        x = fmax(x, fabs(v[i]));
+    }
     return x;
 }
 
@@ -173,7 +180,7 @@ int mt_constraints_solve(const mbk_matter *m, const mbk_state *s, double *udot, 
     if ((rc = ct_eval(m, s, 2, A, udot, udoterr)) < 0) return rc;
     /* A least-squares solution that leaves errors behind means the equations conflict. */
     double scale = 1.0 + max_abs(w.e0, mt), left = max_abs(udoterr, mt);
-    if (left > 1e-8 * scale)
+    if (!(left <= 1e-8 * scale))
         return mbk_set_error(MBK_ESINGULAR, "constraints are inconsistent: after the solve, acceleration "
                              "errors of %.3g remain (rank %d of %d); remove or disable conflicting "
                              "constraints", left, sl->rank, mt);
@@ -186,9 +193,10 @@ int mt_constraints_solve(const mbk_matter *m, const mbk_state *s, double *udot, 
 /* ------------------------------------------------------------------ */
 
 /* Minimum-norm du with R du = -err, where the k rows of R come from the force callbacks
-   (rows = G's rows in u space); locked u get no change. Writes du into w->g. */
+   (rows = G's rows in u space); locked u get no change; mu > 0 damps the step
+   (Levenberg-Marquardt). Writes du into w->g. */
 static int min_norm_step(const mbk_matter *m, const mbk_state *s, const ct_solve_ws *w, const double *err, int k,
-                         int levels, const bool *locked_u)
+                         int levels, const bool *locked_u, double mu)
 {
     int mt = ct_slots(m, s)->mp + ct_slots(m, s)->mv + ct_slots(m, s)->ma, rc, rank;
     size_t nu = (size_t)m->nu;
@@ -204,7 +212,7 @@ static int min_norm_step(const mbk_matter *m, const mbk_state *s, const ct_solve
         for (int b = 0; b < k; ++b) {
             double d = 0;
             for (size_t i = 0; i < nu; ++i) d += w->X[(size_t)a * nu + i] * w->X[(size_t)b * nu + i];
-            w->W[(size_t)b * (size_t)k + a] = d;
+            w->W[(size_t)b * (size_t)k + a] = d + (a == b ? mu : 0.0);
         }
     for (int a = 0; a < k; ++a) w->e1[a] = -err[a];
     if ((rc = lsq_solve(m, w, w->W, w->e1, k, &rank)) < 0) return rc;
@@ -231,7 +239,9 @@ static void add_to_q(const mbk_matter *m, mbk_state *s, const double *du, double
     }
 }
 
-/* Gauss-Newton on perr with halving steps; q restored on failure. */
+/* Levenberg-Marquardt on perr: Gauss-Newton steps with halving, and damping
+   that grows when no shorter step helps (near singular configurations). q is
+   restored on failure. */
 static int solve_positions(const mbk_matter *m, mbk_state *s, double tol, const bool *locked_u, int max_iter,
                            const char *what)
 {
@@ -241,25 +251,36 @@ static int solve_positions(const mbk_matter *m, mbk_state *s, double tol, const 
     int mp = ct_slots(m, s)->mp, nq = mbk_state_get_subsystem_nq(s, m->sub);
     if (mp == 0) return MBK_OK;
     ct_solve_ws w = ct_workspace(m, s);
-    double *qsave = ws_qsave(m, &w);
-    memcpy(qsave, mbk_state_get_subsystem_q(s, m->sub), (size_t)nq * sizeof(double));
-    double err = max_abs(mbk_state_get_qerr(s), mp);
-    for (int it = 0; it < max_iter && err > tol; ++it) {
+    double *qsave = ws_saved(m, &w, 0), *qbase = ws_saved(m, &w, 1);
+    size_t qbytes = (size_t)nq * sizeof(double);
+    memcpy(qsave, mbk_state_get_subsystem_q(s, m->sub), qbytes);
+    double err = max_abs(mbk_state_get_qerr(s), mp), mu = 0.0;
+    for (int it = 0; it < max_iter && !(err <= tol); ++it) {
         memcpy(w.e0, mbk_state_get_qerr(s), (size_t)mp * sizeof(double));
-        if ((rc = min_norm_step(m, s, &w, w.e0, mp, 2, locked_u)) < 0) break;
+        if ((rc = min_norm_step(m, s, &w, w.e0, mp, 2, locked_u, mu)) < 0) break;
         double step = 1.0, before = err;
+        memcpy(qbase, mbk_state_get_subsystem_q(s, m->sub), qbytes);
         for (int tries = 0; tries < 8; ++tries, step *= 0.5) {
             add_to_q(m, s, w.g, step);
+            mbk_matter_normalize_quaternions(m, s);
             if ((rc = mbk_system_realize(sys, s, MBK_STAGE_POSITION)) < 0) break;
             err = max_abs(mbk_state_get_qerr(s), mp);
             if (err < before) break;
-            add_to_q(m, s, w.g, -step); /* undo and try a shorter step (from the same point) */
+            /* back to the iteration's start before a shorter step */
+            memcpy(mbk_state_upd_subsystem_q(s, m->sub), qbase, qbytes);
             if ((rc = mbk_system_realize(sys, s, MBK_STAGE_POSITION)) < 0) break;
         }
-        if (rc < 0 || err >= before) break;
+        if (rc < 0) break;
+        if (!(err < before)) { /* no step helped: damp more and try again */
+            err = before;
+            mu = mu > 0 ? 10 * mu : 1e-3;
+            if (mu > 1e6) break;
+            continue;
+        }
+        mu = mu * 0.1 < 1e-12 ? 0.0 : mu * 0.1;
     }
     if (rc == 0 && err <= tol) return MBK_OK;
-    memcpy(mbk_state_upd_subsystem_q(s, m->sub), qsave, (size_t)nq * sizeof(double));
+    memcpy(mbk_state_upd_subsystem_q(s, m->sub), qsave, qbytes);
     mbk_system_realize(sys, s, MBK_STAGE_POSITION);
     return mbk_set_error(rc < 0 ? rc : MBK_ECONVERGE,
                          "%s: position errors stayed at %.3g (tolerance %.3g); the State was left unchanged. "
@@ -277,12 +298,12 @@ static int solve_velocities(const mbk_matter *m, mbk_state *s, double tol)
     if (k == 0 || max_abs(mbk_state_get_uerr(s), k) <= tol) return MBK_OK;
     ct_solve_ws w = ct_workspace(m, s);
     memcpy(w.e0, mbk_state_get_uerr(s), (size_t)k * sizeof(double));
-    if ((rc = min_norm_step(m, s, &w, w.e0, k, 2, NULL)) < 0) return rc;
+    if ((rc = min_norm_step(m, s, &w, w.e0, k, 2, NULL, 0.0)) < 0) return rc;
     double *u = mbk_state_upd_subsystem_u(s, m->sub);
     for (int i = 0; i < m->nu; ++i) u[i] += w.g[i];
     if ((rc = mbk_system_realize(m->sys, s, MBK_STAGE_VELOCITY)) < 0) return rc;
     double left = max_abs(mbk_state_get_uerr(s), k);
-    if (left > tol)
+    if (!(left <= tol))
         return mbk_set_error(MBK_ECONVERGE, "velocity projection left errors of %.3g (tolerance %.3g); the "
                              "constraints may be inconsistent", left, tol);
     return MBK_OK;
@@ -290,8 +311,19 @@ static int solve_velocities(const mbk_matter *m, mbk_state *s, double tol)
 
 int mt_constraints_project(const mbk_matter *m, mbk_state *s, double tol)
 {
+    ct_solve_ws w = ct_workspace(m, s);
+    double *qkeep = ws_saved(m, &w, 2), *ukeep = ws_saved(m, &w, 3);
+    int nq = mbk_state_get_subsystem_nq(s, m->sub);
+    memcpy(qkeep, mbk_state_get_subsystem_q(s, m->sub), (size_t)nq * sizeof(double));
+    memcpy(ukeep, mbk_state_get_subsystem_u(s, m->sub), (size_t)m->nu * sizeof(double));
     int rc = solve_positions(m, s, tol, NULL, 20, "mbk_system_project");
-    return rc < 0 ? rc : solve_velocities(m, s, tol);
+    if (rc >= 0) rc = solve_velocities(m, s, tol);
+    if (rc < 0) { /* a failed projection leaves the State as it was */
+        memcpy(mbk_state_upd_subsystem_q(s, m->sub), qkeep, (size_t)nq * sizeof(double));
+        memcpy(mbk_state_upd_subsystem_u(s, m->sub), ukeep, (size_t)m->nu * sizeof(double));
+        mbk_set_error(rc, "%s", mbk_last_error());
+    }
+    return rc;
 }
 
 /* The matter subsystem of a System, or NULL with an error. */
