@@ -165,6 +165,15 @@ int mbk_system_assemble(const mbk_system *sys, mbk_state *s, double tol);
 /* The same, keeping the q marked in locked_q (nq flags) fixed (a locked quaternion q locks
    its whole body). */
 int mbk_system_assemble_locked(const mbk_system *sys, mbk_state *s, double tol, const bool *locked_q);
+/* ---- dense views, for users coupling their own integrators (Velocity) ---- */
+/* The constraint matrix G (m x nu, row-major, rows in the udoterr order): the
+   acceleration errors are G udot + bias. */
+int mbk_matter_calc_G(const mbk_matter *m, const mbk_state *s, double *G);
+/* f = G^T lambda (nu values) for m multipliers, in O(n + m). */
+int mbk_matter_calc_G_transpose_times(const mbk_matter *m, const mbk_state *s, const double *lambda,
+                                      double *f);
+/* The acceleration errors at udot = 0 (m values): G udot + bias = udoterr. */
+int mbk_matter_calc_constraint_bias(const mbk_matter *m, const mbk_state *s, double *bias);
 /* Whether the last acceleration solve found redundant constraints (rank < m) (Acceleration). */
 int mbk_matter_get_constraint_rank(const mbk_matter *m, const mbk_state *s, int *rank, int *m_total);
 

@@ -369,3 +369,56 @@ int mbk_system_assemble(const mbk_system *sys, mbk_state *s, double tol)
 {
     return mbk_system_assemble_locked(sys, s, tol, NULL);
 }
+
+/* ------------------------------------------------------------------ */
+/* Dense views for users coupling their own integrators                 */
+/* ------------------------------------------------------------------ */
+
+/* Checks shared by the dense views; returns the number of rows m. */
+static int dense_need(const mbk_matter *m, const mbk_state *s, const void *out, const char *fn)
+{
+    int rc = mt_need(m, s, MBK_STAGE_VELOCITY, fn);
+    if (rc < 0) return rc;
+    if (!out) return mbk_set_error(MBK_EINVAL, "%s: output is NULL", fn);
+    const mt_cslots *sl = ct_slots(m, s);
+    return sl->mp + sl->mv + sl->ma;
+}
+
+int mbk_matter_calc_G_transpose_times(const mbk_matter *m, const mbk_state *s, const double *lambda, double *f)
+{
+    const char *fn = "mbk_matter_calc_G_transpose_times";
+    int mt = dense_need(m, s, f, fn);
+    if (mt < 0) return mt;
+    if (mt > 0 && !lambda) return mbk_set_error(MBK_EINVAL, "%s: lambda is NULL", fn);
+    ct_solve_ws w = ct_workspace(m, s);
+    if (mt == 0) {
+        memset(f, 0, (size_t)m->nu * sizeof(double));
+        return MBK_OK;
+    }
+    memcpy(w.e1, lambda, (size_t)mt * sizeof(double));
+    return g_transpose(m, s, &w, w.e1, 3, f);
+}
+
+int mbk_matter_calc_G(const mbk_matter *m, const mbk_state *s, double *G)
+{
+    int mt = dense_need(m, s, G, "mbk_matter_calc_G"), rc;
+    if (mt < 0) return mt;
+    ct_solve_ws w = ct_workspace(m, s);
+    /* row j of G is (G^T e_j)^T */
+    for (int j = 0; j < mt; ++j) {
+        memset(w.e1, 0, (size_t)mt * sizeof(double));
+        w.e1[j] = 1.0;
+        if ((rc = g_transpose(m, s, &w, w.e1, 3, G + (size_t)j * (size_t)m->nu)) < 0) return rc;
+    }
+    return MBK_OK;
+}
+
+int mbk_matter_calc_constraint_bias(const mbk_matter *m, const mbk_state *s, double *b)
+{
+    int mt = dense_need(m, s, b, "mbk_matter_calc_constraint_bias");
+    if (mt <= 0) return mt;
+    ct_solve_ws w = ct_workspace(m, s);
+    memset(w.udot_t, 0, (size_t)m->nu * sizeof(double));
+    mt_accel_kinematics(m, s, w.udot_t, w.A_t);
+    return ct_eval(m, s, 2, w.A_t, w.udot_t, b);
+}

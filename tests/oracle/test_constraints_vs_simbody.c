@@ -263,10 +263,11 @@ static void compare(const orc_constraint *o, int n, int euler, int slot, const c
     int rc = mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION);
 
     orc_model om = {NB, ob, euler, {0, 0, -9.81}};
-    double qerr[64], uerr[64], udoterr[64], mult[64], udot[64];
+    double qerr[64], uerr[64], udoterr[64], mult[64], udot[64], G[64 * 64], bias[64];
     orc_constraint_result r;
     memset(&r, 0, sizeof r);
     r.qerr = qerr; r.uerr = uerr; r.udoterr = udoterr; r.multipliers = mult; r.udot = udot;
+    r.G = G; r.bias = bias;
     if (!CHECK(orc_eval_constraints(&om, o, n, mbk_state_get_q(s), u, NULL, NULL, t, &r) == 0))
         fprintf(stderr, "    %s: %s\n", what, orc_constraints_last_error());
     int mt = r.mp + r.mv + r.ma;
@@ -289,6 +290,16 @@ static void compare(const orc_constraint *o, int n, int euler, int slot, const c
     double e[5] = {rel(mbk_state_get_udot(s), udot, nu), rel(mbk_state_get_multipliers(s), mult, mt),
                    rel(mbk_state_get_qerr(s), qerr, r.mp), rel(mbk_state_get_uerr(s), uerr, r.mp + r.mv),
                    rel(mbk_state_get_udoterr(s), udoterr, mt)};
+    /* the dense views users couple their own integrators with */
+    double mG[64 * 64], mbias[64];
+    CHECK_INT(mbk_matter_calc_G(m, s, mG), MBK_OK);
+    CHECK_INT(mbk_matter_calc_constraint_bias(m, s, mbias), MBK_OK);
+    double e2[2] = {rel(mG, G, mt * nu), rel(mbias, bias, mt)};
+    static const char *names2[2] = {"G", "bias"};
+    for (int k = 0; k < 2; ++k) {
+        worst[slot] = fmax(worst[slot], e2[k]);
+        if (!CHECK(e2[k] <= TOL)) fprintf(stderr, "    %s (euler %d): %s differs by %.3g\n", what, euler, names2[k], e2[k]);
+    }
     static const char *names[5] = {"udot", "multipliers", "qerr", "uerr", "udoterr"};
     for (int k = 0; k < 5; ++k) {
         worst[slot] = fmax(worst[slot], e[k]);
@@ -324,7 +335,7 @@ int main(void)
                                    random_constraint(ORC_CON_CONSTANT_SPEED, v), random_constraint(ORC_CON_COORDINATE_COUPLER, v + 3)};
             compare(o, 4, euler, ORC_CON_PRESCRIBED_MOTION + 1, "mixed");
         }
-    printf("worst relative difference from Simbody (udot, multipliers, qerr, uerr, udoterr):\n");
+    printf("worst relative difference from Simbody (udot, multipliers, qerr, uerr, udoterr, G, bias):\n");
     for (size_t k = 0; k < sizeof kinds_tested / sizeof kinds_tested[0]; ++k)
         printf("  %-20s %.2e\n", names[kinds_tested[k]], worst[kinds_tested[k]]);
     printf("  %-20s %.2e\n", "mixed", worst[ORC_CON_PRESCRIBED_MOTION + 1]);
