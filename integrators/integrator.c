@@ -8,6 +8,7 @@
 
 #include "integrator_impl.h"
 #include "mbk/alloc.h"
+#include "mbk/constraints.h"
 #include "mbk/status.h"
 #include "system_impl.h"
 
@@ -41,7 +42,7 @@ mbk_integrator *ig_create(const mbk_system *sys, const mbk_integrator_ops *ops, 
                                         .constraint_tol = 1e-3, .event_tol = 1e-4,
                                         .fixed_step = 0, .initial_step = 0, .min_step = 0,
                                         .max_step = INFINITY, .max_steps = 100000,
-                                        .use_system_jacobian = false};
+                                        .use_system_jacobian = false, .project_error_estimate = true};
     ig->cur = mbk_state_create();
     ig->prev = mbk_state_create();
     ig->spare = mbk_state_create();
@@ -224,6 +225,13 @@ int mbk_integrator_set_use_system_jacobian(mbk_integrator *ig, bool on)
 {
     NEED_IG(ig, "mbk_integrator_set_use_system_jacobian");
     ig->set.use_system_jacobian = on;
+    return changed(ig);
+}
+
+int mbk_integrator_set_project_error_estimate(mbk_integrator *ig, bool on)
+{
+    NEED_IG(ig, "mbk_integrator_set_project_error_estimate");
+    ig->set.project_error_estimate = on;
     return changed(ig);
 }
 
@@ -552,6 +560,21 @@ double mbk_integrator_calc_error_norm(const mbk_integrator *ig, const double *er
     }
     double n = sqrt(sum / ig->ny);
     return isfinite(n) ? n : INFINITY;
+}
+
+int ig_project_error(mbk_integrator *ig, double t, const double *y, double *err)
+{
+    mbk_state *s = ig->scratch;
+    int rc;
+    if (!ig->set.project_error_estimate || mbk_state_get_nqerr(s) + mbk_state_get_nuerr(s) <= 0) return MBK_OK;
+    /* the tangent space at the new point, where Simbody projects it */
+    if (mbk_state_get_time(s) != t && (rc = mbk_state_set_time(s, t)) < 0) return rc;
+    if ((rc = mbk_state_set_y(s, y, ig->ny)) < 0) return rc;
+    if ((rc = mbk_system_realize(ig->sys, s, MBK_STAGE_VELOCITY)) < 0) {
+        if (rc == MBK_ERETRY) ig->stats.realization_failures++;
+        return rc;
+    }
+    return mbk_system_project_error_estimate(ig->sys, s, err);
 }
 
 int mbk_integrator_commit_step(mbk_integrator *ig, double t1, const double *y1)

@@ -66,6 +66,9 @@ mbk_state *ig_upd_cur(mbk_integrator *ig);
 void ig_uncommit(mbk_integrator *ig);
 /* qdot at (t, y) on the scratch State (realized to Velocity only). */
 int ig_calc_qdot(mbk_integrator *ig, double t, const double *y, double *qdot);
+/* Project the error estimate err onto the constraint manifold's tangent space at (t, y), on
+   the scratch State, when the setting is on and there are constraints. */
+int ig_project_error(mbk_integrator *ig, double t, const double *y, double *err);
 /* Number of active witnesses and their directions (root finding). */
 int ig_num_roots(const mbk_integrator *ig);
 mbk_event_direction ig_root_direction(const mbk_integrator *ig, int i);

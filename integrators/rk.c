@@ -248,6 +248,7 @@ static int rk_step(void *impl, mbk_integrator *ig, double t_stop)
             rc = semi_euler(r, ig, t0, y0, f0, he);
             break;
         }
+        if (rc == MBK_OK && !fixed && !euler_kind) rc = ig_project_error(ig, t1, r->Y1, r->ERR);
         if (rc == MBK_OK && !fixed && !euler_kind) {
             norm = mbk_integrator_calc_error_norm(ig, r->ERR, y0, r->Y1);
             if (norm > 1.0) {
@@ -268,8 +269,10 @@ static int rk_step(void *impl, mbk_integrator *ig, double t_stop)
         if (rc == MBK_OK && euler_kind && !fixed) {
             const double *f1 = mbk_state_get_ydot(mbk_integrator_get_state(ig));
             for (int i = 0; i < r->ny; ++i) r->ERR[i] = 0.5 * he * (f1[i] - f0[i]);
-            norm = mbk_integrator_calc_error_norm(ig, r->ERR, y0, r->Y1);
-            if (norm > 1.0) {
+            rc = ig_project_error(ig, t1, r->Y1, r->ERR);
+            norm = rc == MBK_OK ? mbk_integrator_calc_error_norm(ig, r->ERR, y0, r->Y1) : 0.0;
+            if (rc < 0) ig_uncommit(ig);
+            if (rc == MBK_OK && norm > 1.0) {
                 ig_uncommit(ig);
                 st->error_test_failures++;
                 failures++;

@@ -165,6 +165,13 @@ int mbk_system_assemble(const mbk_system *sys, mbk_state *s, double tol);
 /* The same, keeping the q marked in locked_q (nq flags) fixed (a locked quaternion q locks
    its whole body). */
 int mbk_system_assemble_locked(const mbk_system *sys, mbk_state *s, double tol, const bool *locked_q);
+/* Project an integrator's local error estimate yerr (ny values, [q u z]) onto the tangent
+   space of the constraint manifold, as Simbody does before its error test: the u part loses
+   its least-squares (unweighted) component in the row space of [P; V] (du -= R^+ R du); the
+   q part is mapped to speeds (du = N^+ dq), loses its component along P's rows, and is
+   mapped back (dq -= N R^+ R N^+ dq), so P N^+ dq = 0 afterwards. z is untouched; without
+   enabled constraints yerr is unchanged. Idempotent; no allocation (Velocity). */
+int mbk_system_project_error_estimate(const mbk_system *sys, mbk_state *s, double *yerr);
 /* ---- dense views, for users coupling their own integrators (Velocity) ---- */
 /* The constraint matrix G (m x nu, row-major, rows in the udoterr order): the
    acceleration errors are G udot + bias. */

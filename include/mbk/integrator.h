@@ -84,7 +84,8 @@ const char *mbk_integrator_get_name(const mbk_integrator *ig);
    Defaults: accuracy 1e-3 (rel_tol = abs_tol = 1e-3), constraint tolerance =
    accuracy, event tolerance = 0.1 s x accuracy, no fixed step, automatic
    initial step, minimum step 0 (only round-off limits it), no maximum step,
-   100000 steps per step_to call, difference-quotient Jacobian. */
+   100000 steps per step_to call, difference-quotient Jacobian, error estimate
+   projected onto the constraint manifold. */
 typedef struct mbk_integrator_settings {
     double accuracy;       /* last value given to set_accuracy (or rel_tol) */
     double rel_tol;        /* relative tolerance of the local error */
@@ -97,6 +98,7 @@ typedef struct mbk_integrator_settings {
     double max_step;       /* largest step (INFINITY: none) */
     long max_steps;        /* steps one step_to call may take before failing */
     bool use_system_jacobian; /* CVODE/IDA: Jacobian from mbk_system_calc_ydot_jacobian */
+    bool project_error_estimate; /* RK family: error estimate projected before the error test */
 } mbk_integrator_settings;
 
 /* rel_tol = abs_tol = accuracy (Simbody's convention: relative error for values
@@ -124,6 +126,11 @@ int mbk_integrator_set_max_steps(mbk_integrator *ig, long n);
 /* CVODE/IDA: use mbk_system_calc_ydot_jacobian instead of SUNDIALS' own
    difference quotients (ignored by the RK family). */
 int mbk_integrator_set_use_system_jacobian(mbk_integrator *ig, bool on);
+/* RK family (default on): before the error test, remove from the local error estimate its
+   components normal to the constraint manifold (mbk_system_project_error_estimate), as
+   Simbody does; the projection after each step removes those errors anyway. Off: the
+   raw estimate is tested. Ignored without constraints and by CVODE/IDA. */
+int mbk_integrator_set_project_error_estimate(mbk_integrator *ig, bool on);
 /* Copy the current settings out. */
 int mbk_integrator_get_settings(const mbk_integrator *ig, mbk_integrator_settings *out);
 

@@ -192,13 +192,12 @@ int mt_constraints_solve(const mbk_matter *m, const mbk_state *s, double *udot, 
 /* Projection and assembly                                              */
 /* ------------------------------------------------------------------ */
 
-/* Minimum-norm du with R du = -err, where the k rows of R come from the force callbacks
-   (rows = G's rows in u space); locked u get no change; mu > 0 damps the step
-   (Levenberg-Marquardt). Writes du into w->g. */
-static int min_norm_step(const mbk_matter *m, const mbk_state *s, const ct_solve_ws *w, const double *err, int k,
-                         int levels, const bool *locked_u, double mu)
+/* The k rows of R (G's rows in u space, from the force callbacks) into w->X; locked u get
+   zero columns. */
+static int build_rows(const mbk_matter *m, const mbk_state *s, const ct_solve_ws *w, int k, int levels,
+                      const bool *locked_u)
 {
-    int mt = ct_slots(m, s)->mp + ct_slots(m, s)->mv + ct_slots(m, s)->ma, rc, rank;
+    int mt = ct_slots(m, s)->mp + ct_slots(m, s)->mv + ct_slots(m, s)->ma, rc;
     size_t nu = (size_t)m->nu;
     for (int j = 0; j < k; ++j) {
         memset(w->lambda, 0, (size_t)mt * sizeof(double));
@@ -208,6 +207,15 @@ static int min_norm_step(const mbk_matter *m, const mbk_state *s, const ct_solve
         for (size_t i = 0; locked_u && i < nu; ++i)
             if (locked_u[i]) row[i] = 0.0;
     }
+    return MBK_OK;
+}
+
+/* Minimum-norm du with R du = -err for the rows R already in w->X; mu > 0 damps the
+   step (Levenberg-Marquardt). Writes du into w->g. */
+static int solve_rows(const mbk_matter *m, const ct_solve_ws *w, const double *err, int k, double mu)
+{
+    int rc, rank;
+    size_t nu = (size_t)m->nu;
     for (int a = 0; a < k; ++a)
         for (int b = 0; b < k; ++b) {
             double d = 0;
@@ -222,21 +230,34 @@ static int min_norm_step(const mbk_matter *m, const mbk_state *s, const ct_solve
     return MBK_OK;
 }
 
-/* q += N(q) du, body by body (qdot = N u maps speeds to coordinate rates). */
-static void add_to_q(const mbk_matter *m, mbk_state *s, const double *du, double step)
+/* Minimum-norm du with R du = -err, R's k rows from the force callbacks; writes du into w->g. */
+static int min_norm_step(const mbk_matter *m, const mbk_state *s, const ct_solve_ws *w, const double *err, int k,
+                         int levels, const bool *locked_u, double mu)
+{
+    int rc = build_rows(m, s, w, k, levels, locked_u);
+    return rc < 0 ? rc : solve_rows(m, w, err, k, mu);
+}
+
+/* dq += step N(q) du, body by body (qdot = N u maps speeds to coordinate rates). */
+static void add_n_du(const mbk_matter *m, const mbk_state *s, const double *du, double step, double *dq)
 {
     bool euler = use_euler(m, s);
     const int *lay = qlayout(m, s);
     const double *qn = mt_cache(m, s, C_QN);
-    double dq[MBK_MOBILIZER_MAX_Q], sdu[MBK_MOBILIZER_MAX_U];
-    double *q = mbk_state_upd_subsystem_q(s, m->sub);
+    double d[MBK_MOBILIZER_MAX_Q], sdu[MBK_MOBILIZER_MAX_U];
     for (int i = 1; i < m->nb; ++i) {
         const mt_body *b = &m->bodies[i];
         for (int j = 0; j < b->nu; ++j) sdu[j] = step * du[b->u0 + j];
-        if (b->mob.ops->calc_qdot) b->mob.ops->calc_qdot(b->mob.impl, euler, qn + lay[2 * i], sdu, dq);
-        else memcpy(dq, sdu, (size_t)b->nu * sizeof(double));
-        for (int j = 0; j < lay[2 * i + 1]; ++j) q[lay[2 * i] + j] += dq[j];
+        if (b->mob.ops->calc_qdot) b->mob.ops->calc_qdot(b->mob.impl, euler, qn + lay[2 * i], sdu, d);
+        else memcpy(d, sdu, (size_t)b->nu * sizeof(double));
+        for (int j = 0; j < lay[2 * i + 1]; ++j) dq[lay[2 * i] + j] += d[j];
     }
+}
+
+/* q += step N(q) du. */
+static void add_to_q(const mbk_matter *m, mbk_state *s, const double *du, double step)
+{
+    add_n_du(m, s, du, step, mbk_state_upd_subsystem_q(s, m->sub));
 }
 
 /* Levenberg-Marquardt on perr: Gauss-Newton steps with halving, and damping
@@ -368,6 +389,69 @@ int mbk_system_assemble_locked(const mbk_system *sys, mbk_state *s, double tol, 
 int mbk_system_assemble(const mbk_system *sys, mbk_state *s, double tol)
 {
     return mbk_system_assemble_locked(sys, s, tol, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Error-estimate projection                                            */
+/* ------------------------------------------------------------------ */
+
+/* du = N(q)^+ dq body by body (the speeds that best give the coordinate change). */
+static void q_to_u(const mbk_matter *m, const mbk_state *s, const double *dq, double *du)
+{
+    bool euler = use_euler(m, s);
+    const int *lay = qlayout(m, s);
+    const double *qn = mt_cache(m, s, C_QN);
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_body *b = &m->bodies[i];
+        const double *dqb = dq + lay[2 * i];
+        if (b->mob.ops->calc_u_from_qdot)
+            b->mob.ops->calc_u_from_qdot(b->mob.impl, euler, qn + lay[2 * i], dqb, du + b->u0);
+        else memcpy(du + b->u0, dqb, (size_t)b->nu * sizeof(double));
+    }
+}
+
+/* w->g = -R^+ R du for the first k rows R in w->X: minus du's part normal to the manifold. */
+static int normal_part(const mbk_matter *m, const ct_solve_ws *w, int k, const double *du)
+{
+    size_t nu = (size_t)m->nu;
+    for (int j = 0; j < k; ++j) {
+        double d = 0;
+        for (size_t i = 0; i < nu; ++i) d += w->X[(size_t)j * nu + i] * du[i];
+        w->e0[j] = d;
+    }
+    return solve_rows(m, w, w->e0, k, 0.0);
+}
+
+int mt_constraints_project_error(const mbk_matter *m, const mbk_state *s, double *qerr, double *uerr)
+{
+    const mt_cslots *sl = ct_slots(m, s);
+    int mp = sl->mp, k = sl->mp + sl->mv, rc;
+    if (k == 0) return MBK_OK;
+    ct_solve_ws w = ct_workspace(m, s);
+    double *du = ws_saved(m, &w, 3); /* free outside a projection */
+    /* rows [P; V] once; P's rows come first */
+    if ((rc = build_rows(m, s, &w, k, 2, NULL)) < 0) return rc;
+    if (mp > 0) { /* q: remove N R^+ R N^+ dq, so P N^+ dq' = 0 and no quaternion-norm change */
+        q_to_u(m, s, qerr, du);
+        if ((rc = normal_part(m, &w, mp, du)) < 0) return rc;
+        add_n_du(m, s, w.g, 1.0, qerr);
+    }
+    if ((rc = normal_part(m, &w, k, uerr)) < 0) return rc;
+    for (int i = 0; i < m->nu; ++i) uerr[i] += w.g[i];
+    return MBK_OK;
+}
+
+int mbk_system_project_error_estimate(const mbk_system *sys, mbk_state *s, double *yerr)
+{
+    const char *fn = "mbk_system_project_error_estimate";
+    const mbk_matter *m = matter_of(sys, fn);
+    if (!m) return mbk_last_status();
+    int rc = mt_need(m, s, MBK_STAGE_VELOCITY, fn);
+    if (rc < 0) return rc;
+    if (!yerr) return mbk_set_error(MBK_EINVAL, "%s: yerr is NULL", fn);
+    double *qerr = yerr + mbk_state_get_subsystem_q_start(s, m->sub);
+    double *uerr = yerr + mbk_state_get_nq(s) + mbk_state_get_subsystem_u_start(s, m->sub);
+    return mt_constraints_project_error(m, s, qerr, uerr);
 }
 
 /* ------------------------------------------------------------------ */

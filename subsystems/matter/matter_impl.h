@@ -158,6 +158,9 @@ int mt_constraints_velocity(const mbk_matter *m, const mbk_state *s);
 int mt_constraints_solve(const mbk_matter *m, const mbk_state *s, double *udot, mbk_spatial_vec *A);
 /* Project q then u onto the constraint manifold (tol on the largest error). */
 int mt_constraints_project(const mbk_matter *m, mbk_state *s, double tol);
+/* Remove from the error estimate parts qerr, uerr (matter's slices) their components
+   normal to the constraint manifold (Velocity); no allocation. */
+int mt_constraints_project_error(const mbk_matter *m, const mbk_state *s, double *qerr, double *uerr);
 /* Body accelerations for a trial udot, with velocity terms (base to tip). */
 void mt_accel_kinematics(const mbk_matter *m, const mbk_state *s, const double *udot, mbk_spatial_vec *A);
 /* Free the constraints. */
