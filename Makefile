@@ -37,6 +37,7 @@ test-tsan: deps
 	ctest --test-dir build-tsan --output-on-failure -L threads
 
 # Side-by-side benchmark against Simbody (Release, -O3 -march=native -DNDEBUG for mbk;
+# OpenBLAS kept to one thread: the solves are tiny and its idle threads compete for the cores;
 # the Simbody side is compiled without NDEBUG). Writes docs/benchmarks.md and
 # benchmarks/results.csv. BENCH_ARGS=--quick for a short smoke run.
 BENCH_FLAGS = -O3 -march=native -DNDEBUG
@@ -45,7 +46,7 @@ bench: deps
 	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DMBK_BUILD_BENCHMARKS=ON \
 	  "-DCMAKE_C_FLAGS_RELEASE=$(BENCH_FLAGS)" "-DCMAKE_CXX_FLAGS_RELEASE=$(BENCH_FLAGS)"
 	cmake --build build-bench -j $(JOBS) --target mbk_bench
-	build-bench/benchmarks/mbk_bench --md docs/benchmarks.md --csv benchmarks/results.csv $(BENCH_ARGS)
+	OPENBLAS_NUM_THREADS=1 build-bench/benchmarks/mbk_bench --md docs/benchmarks.md --csv benchmarks/results.csv $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan mbk-out

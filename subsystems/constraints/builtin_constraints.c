@@ -510,7 +510,7 @@ int mbk_constraint_add_point_on_line(mbk_matter *m, int line_body, mbk_vec3 dire
     const char *fn = "mbk_constraint_add_point_on_line";
     point_follower p;
     memset(&p, 0, sizeof p);
-    mbk_vec3 z;
+    mbk_vec3 z = {0, 0, 0};
     int rc = unit(direction, &z, fn, "direction");
     if (rc < 0) return rc;
     if (!finite3(point, station)) return mbk_set_error(MBK_EINVAL, "%s: point and station must be finite", fn);
@@ -531,7 +531,7 @@ int mbk_constraint_add_constant_angle(mbk_matter *m, int base, mbk_vec3 base_axi
                                       double angle)
 {
     const char *fn = "mbk_constraint_add_constant_angle";
-    angle_axes c;
+    angle_axes c = {{0, 0, 0}, {0, 0, 0}, 0};
     int rc = unit(base_axis, &c.axis_b, fn, "base axis");
     if (rc < 0 || (rc = unit(follower_axis, &c.axis_f, fn, "follower axis")) < 0) return rc;
     if (!isfinite(angle)) return mbk_set_error(MBK_EINVAL, "%s: angle must be finite", fn);
@@ -543,7 +543,7 @@ int mbk_constraint_add_constant_angle(mbk_matter *m, int base, mbk_vec3 base_axi
 int mbk_constraint_add_no_slip_1d(mbk_matter *m, int case_body, mbk_vec3 point, mbk_vec3 direction, int b0, int b1)
 {
     const char *fn = "mbk_constraint_add_no_slip_1d";
-    no_slip c;
+    no_slip c = {{0, 0, 0}, {0, 0, 0}, 0, 0, 0};
     int rc = unit(direction, &c.dir, fn, "direction");
     if (rc < 0) return rc;
     if (!mbk_vec3_is_finite(point)) return mbk_set_error(MBK_EINVAL, "%s: point must be finite", fn);
