@@ -4,7 +4,10 @@
  * each body's centre of mass into the body-force accumulator, as the moment
  * c_G x m g about the body origin and the force m g (c_G: the COM offset
  * expressed in Ground, from the body transform). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +42,23 @@ static int grav_dynamics(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     return 0;
 }
 
+/* PE = -sum m g . p_com (zero at the origin). */
+static int grav_pe(void *impl, const mbk_subsystem_ctx *c, const mbk_state *s, double *pe)
+{
+    (void)c;
+    const grav *gr = impl;
+    double e = 0.0;
+    for (int i = 1; i < gr->nb; ++i) {
+        mbk_transform X;
+        int rc = mbk_matter_get_body_transform(gr->m, s, i, &X);
+        if (rc < 0) return rc;
+        mbk_vec3 p = mbk_vec3_add(X.p, mbk_mat33_mul_vec(X.R, gr->com[i]));
+        e -= gr->mass[i] * (gr->g.x * p.x + gr->g.y * p.y + gr->g.z * p.z);
+    }
+    *pe += e;
+    return 0;
+}
+
 static void grav_destroy(void *impl)
 {
     grav *gr = impl;
@@ -50,6 +70,7 @@ static void grav_destroy(void *impl)
 static const mbk_subsystem_ops grav_ops = {
     .name = "bench gravity",
     .realize_dynamics = grav_dynamics,
+    .calc_potential_energy = grav_pe,
     .destroy = grav_destroy,
 };
 
@@ -57,6 +78,8 @@ struct mb_side {
     mbk_system *sys;
     const mbk_matter *m;
     mbk_state *s;
+    mbk_state *copy;         /* destination of the State-copy benchmark */
+    unsigned char *buf_a, *buf_b; /* memcpy benchmark */
     int nb, nq, nu;
     double *q, *u, *v, *kud, *res, *minv, *M, *zeros;
     mbk_spatial_vec *F; /* gravity body forces at q (for inverse dynamics) */
@@ -88,6 +111,9 @@ void mb_destroy(mb_side *s)
 {
     if (!s) return;
     mbk_state_destroy(s->s);
+    mbk_state_destroy(s->copy);
+    free(s->buf_a);
+    free(s->buf_b);
     mbk_system_destroy(s->sys);
     free(s->q);
     free(s->u);
@@ -276,4 +302,89 @@ int mb_self_check(mb_side *s, double *rel)
     free(r0);
     *rel = err / big;
     return 0;
+}
+
+/* ---- State copy ---- */
+size_t mb_state_bytes(const mb_side *s) { return mbk_state_get_size_in_bytes(s->s); }
+
+int mb_run_state_copy(mb_side *s, long reps)
+{
+    if (!s->copy) {
+        s->copy = mbk_state_create();
+        if (!s->copy || mbk_state_copy(s->copy, s->s) < 0) return fail("mbk_state_copy");
+    }
+    int bad = 0;
+    for (long r = 0; r < reps; ++r) bad |= mbk_state_copy(s->copy, s->s);
+    if (bad) return fail("mbk_state_copy");
+    return 0;
+}
+
+int mb_run_memcpy(mb_side *s, long reps)
+{
+    size_t n = mbk_state_get_size_in_bytes(s->s);
+    if (!s->buf_a) {
+        s->buf_a = calloc(n + 1, 1);
+        s->buf_b = calloc(n + 1, 1);
+        if (!s->buf_a || !s->buf_b) {
+            snprintf(g_err, sizeof g_err, "mbk bench: out of memory");
+            return -1;
+        }
+    }
+    for (long r = 0; r < reps; ++r) {
+        memcpy(s->buf_b, s->buf_a, n);
+        __asm__ __volatile__("" : : "r"(s->buf_b), "r"(s->buf_a) : "memory"); /* keep every copy */
+    }
+    return 0;
+}
+
+/* ---- whole runs ---- */
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int mb_integrate(const bm_model *model, const double *q, const double *u, int kind, double accuracy,
+                 double t_final, run_result *out)
+{
+    memset(out, 0, sizeof *out);
+    mb_side *s = mb_create(model);
+    if (!s) return -1;
+    mbk_integrator *ig = NULL;
+    int rc = -1;
+    memcpy(s->q, q, (size_t)s->nq * sizeof(double));
+    memcpy(s->u, u, (size_t)s->nu * sizeof(double));
+    if (load(s) < 0) goto done;
+    double ke = 0, pe = 0;
+    if (mbk_system_calc_energy(s->sys, s->s, &ke, &pe) < 0) { fail("mbk_system_calc_energy"); goto done; }
+    out->e0 = ke + pe;
+    ig = kind == RUN_RKMERSON    ? mbk_integrator_create_rkmerson(s->sys)
+         : kind == RUN_CVODE_BDF ? mbk_integrator_create_cvode(s->sys, MBK_CVODE_BDF)
+                                 : mbk_integrator_create_cvode(s->sys, MBK_CVODE_ADAMS);
+    if (!ig) { fail("mbk_integrator_create"); goto done; }
+    if (mbk_integrator_set_accuracy(ig, accuracy) < 0) { fail("mbk_integrator_set_accuracy"); goto done; }
+    double t0 = wall_now();
+    if (mbk_integrator_initialize(ig, s->s) < 0) { fail("mbk_integrator_initialize"); goto done; }
+    long a0 = mbk_get_allocation_count();
+    if (mbk_integrator_step_to(ig, t_final) < 0) { fail("mbk_integrator_step_to"); goto done; }
+    long a1 = mbk_get_allocation_count();
+    out->wall_s = wall_now() - t0;
+    mbk_integrator_stats st;
+    mbk_integrator_get_stats(ig, &st);
+    out->steps = st.steps_taken;
+    out->allocs_per_step = st.steps_taken > 0 ? (double)(a1 - a0) / (double)st.steps_taken : 0.0;
+    const mbk_state *fin = mbk_integrator_get_state(ig);
+    if (fabs(mbk_integrator_get_time(ig) - t_final) > 1e-9) {
+        snprintf(g_err, sizeof g_err, "mbk: integration stopped at t = %g", mbk_integrator_get_time(ig));
+        goto done;
+    }
+    if (mbk_system_calc_energy(s->sys, fin, &ke, &pe) < 0) { fail("mbk_system_calc_energy"); goto done; }
+    out->e1 = ke + pe;
+    out->drift = fabs(out->e1 - out->e0) / fabs(out->e0);
+    rc = 0;
+done:
+    mbk_integrator_destroy(ig);
+    mb_destroy(s);
+    return rc;
 }

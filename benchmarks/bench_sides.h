@@ -7,6 +7,8 @@
 #ifndef MBK_BENCH_SIDES_H
 #define MBK_BENCH_SIDES_H
 
+#include <stddef.h>
+
 #include "bench_model.h"
 
 #ifdef __cplusplus
@@ -60,6 +62,41 @@ int sb_run(sb_side *s, bench_op op, long reps);
 const char *sb_last_error(void);
 /* "3.7" etc. */
 const char *sb_version(void);
+
+/* ---- whole runs (integration) ---- */
+typedef struct run_result {
+    double wall_s;   /* wall time of the integration (initialize + step to t_final) */
+    long steps;      /* accepted steps */
+    double e0, e1;   /* total energy at t = 0 and t_final */
+    double drift;    /* |e1 - e0| / |e0| */
+    double allocs_per_step; /* mbk heap allocations per step (mbk only) */
+} run_result;
+enum { RUN_RKMERSON = 0, RUN_CVODE_BDF, RUN_CVODE_ADAMS, NUM_RUN_KINDS };
+/* Integrate the model from (q, u) at t = 0 to t_final with the given accuracy. */
+int mb_integrate(const bm_model *model, const double *q, const double *u, int kind, double accuracy,
+                 double t_final, run_result *out);
+/* Simbody RungeKuttaMersonIntegrator + TimeStepper. */
+int sb_integrate(const bm_model *model, const double *q, const double *u, double accuracy,
+                 double t_final, run_result *out);
+
+/* ---- mbk State copy ---- */
+size_t mb_state_bytes(const mb_side *s);
+int mb_run_state_copy(mb_side *s, long reps); /* mbk_state_copy(dst, src) */
+int mb_run_memcpy(mb_side *s, long reps);     /* memcpy of mb_state_bytes() bytes */
+
+/* ---- MuJoCo (mj_forward: full cycle only) ---- */
+typedef struct mjb_side mjb_side;
+int mjb_available(void); /* 0 when built without MuJoCo */
+mjb_side *mjb_create(const bm_model *model);
+void mjb_destroy(mjb_side *s);
+/* Load q, u (mbk's order and conventions) and run mj_forward once. */
+int mjb_set_inputs(mjb_side *s, const double *q, const double *u);
+/* udot in mbk's order and conventions (mj_forward at the inputs). */
+int mjb_udot(mjb_side *s, double *udot);
+/* reps x (copy qpos, qvel into mjData; mj_forward). */
+int mjb_run_full(mjb_side *s, long reps);
+const char *mjb_last_error(void);
+const char *mjb_version(void);
 
 #ifdef __cplusplus
 }

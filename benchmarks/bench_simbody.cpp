@@ -11,6 +11,8 @@
 
 #include "Simbody.h"
 
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -224,6 +226,37 @@ int sb_run(sb_side *s, bench_op op, long reps)
             throw std::runtime_error("unknown op");
         }
     });
+}
+
+int sb_integrate(const bm_model *model, const double *q, const double *u, double accuracy,
+                 double t_final, run_result *out)
+{
+    std::memset(out, 0, sizeof *out);
+    sb_side *s = sb_create(model);
+    if (!s) return -1;
+    std::vector<double> zeros((size_t)s->nu + 1, 0.0);
+    int rc = sb_set_inputs(s, q, u, zeros.data(), zeros.data());
+    if (rc == 0)
+        rc = guarded([&] {
+            State st = s->state;
+            s->system.realize(st, Stage::Acceleration);
+            out->e0 = s->system.calcEnergy(st);
+            const auto t0 = std::chrono::steady_clock::now();
+            RungeKuttaMersonIntegrator integ(s->system);
+            integ.setAccuracy(accuracy);
+            TimeStepper ts(s->system, integ);
+            ts.initialize(st);
+            ts.stepTo(t_final);
+            out->wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            out->steps = integ.getNumStepsTaken();
+            const State &fin = integ.getState();
+            if (std::fabs(fin.getTime() - t_final) > 1e-9) throw std::runtime_error("integration stopped early");
+            s->system.realize(fin, Stage::Dynamics);
+            out->e1 = s->system.calcEnergy(fin);
+            out->drift = std::fabs(out->e1 - out->e0) / std::fabs(out->e0);
+        });
+    sb_destroy(s);
+    return rc;
 }
 
 } // extern "C"
