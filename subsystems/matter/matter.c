@@ -74,6 +74,15 @@ static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF
                             const mbk_mass_props *body, const mbk_transform *X_BM,
                             const mbk_mobilizer *mob);
 
+/* Exactly the identity: such frames are composed as plain translations. */
+static bool is_identity_rotation(const mbk_mat33 *R)
+{
+    for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 3; ++c)
+            if (R->m[r][c] != (r == c ? 1.0 : 0.0)) return false;
+    return true;
+}
+
 /* The mobilizer's impl is ours from the call on, so a refused body frees it. */
 static int refuse_body(mbk_mobilizer *mob, int status)
 {
@@ -123,6 +132,8 @@ static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF
     b->X_PF = *X_PF;
     b->X_MB = mbk_transform_invert(*X_BM);
     b->I_B = mbk_mass_props_inertia_about_origin(*body);
+    b->pf_turns = !is_identity_rotation(&X_PF->R);
+    b->mb_turns = !is_identity_rotation(&b->X_MB.R);
     b->mass = body->mass;
     b->com = body->com;
     b->mob = mobilizer;
@@ -235,6 +246,21 @@ static int mt_instance(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     return mt_constraints_instance(impl, s);
 }
 
+/* X_AB X_BC; a frame that does not rotate costs only a translation. */
+static inline mbk_transform compose_frame(const mbk_transform *X_AB, const mbk_transform *X_BC, bool turns)
+{
+    if (turns) return mbk_transform_compose(*X_AB, *X_BC);
+    mbk_transform X = *X_AB;
+    X.p = mbk_vec3_add(X_AB->p, mbk_mat33_mul_vec(X_AB->R, X_BC->p));
+    return X;
+}
+
+/* Copy a few doubles (a body's q or u): a loop beats a memcpy call here. */
+static inline void copy_small(double *dst, const double *src, int n)
+{
+    for (int i = 0; i < n; ++i) dst[i] = src[i];
+}
+
 /* Body poses, H in Ground and spatial inertias in Ground, base to tip. */
 static int mt_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 {
@@ -252,25 +278,26 @@ static int mt_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         const mt_body *b = &m->bodies[i];
         const mbk_mobilizer_ops *o = b->mob.ops;
         double *qb = qn + lay[2 * i];
-        memcpy(qb, q + lay[2 * i], (size_t)lay[2 * i + 1] * sizeof(double));
+        copy_small(qb, q + lay[2 * i], lay[2 * i + 1]);
         if (o->normalize_q) o->normalize_q(b->mob.impl, euler, qb);
         mbk_transform X_FM;
         o->calc_X_FM(b->mob.impl, euler, qb, &X_FM);
         const mt_pos *pp = &pos[b->parent];
         mt_pos *p = &pos[i];
-        mbk_transform X_GF = mbk_transform_compose(pp->X_GB, b->X_PF);
-        p->X_GB = mbk_transform_compose(mbk_transform_compose(X_GF, X_FM), b->X_MB);
+        mbk_transform X_GF = compose_frame(&pp->X_GB, &b->X_PF, b->pf_turns);
+        mbk_transform X_GM = mbk_transform_compose(X_GF, X_FM);
+        p->X_GB = compose_frame(&X_GM, &b->X_MB, b->mb_turns);
         p->R_GF = X_GF.R;
         p->r_PB = mbk_vec3_sub(p->X_GB.p, pp->X_GB.p);
-        mbk_vec3 p_MB_F = mbk_mat33_mul_vec(X_FM.R, b->X_MB.p);
-        p->p_MB_G = mbk_mat33_mul_vec(p->R_GF, p_MB_F);
+        p->p_MB_G = mbk_vec3_sub(p->X_GB.p, X_GM.p);
         p->c_G = mbk_mat33_mul_vec(p->X_GB.R, b->com);
         p->I_G = mbk_mat33_rotate_congruence(p->X_GB.R, b->I_B);
         if (b->nu == 0) continue;
         mbk_spatial_vec *Hb = H + b->u0;
         o->calc_H_FM(b->mob.impl, euler, qb, Hb);
+        /* in G, then from M's origin to B's */
         for (int j = 0; j < b->nu; ++j)
-            Hb[j] = mbk_spatial_rotate(p->R_GF, mbk_spatial_shift_motion(Hb[j], p_MB_F));
+            Hb[j] = mbk_spatial_shift_motion(mbk_spatial_rotate(p->R_GF, Hb[j]), p->p_MB_G);
     }
     return m->ncons ? mt_constraints_position(m, s) : 0;
 }
@@ -340,7 +367,7 @@ static int mt_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         v->a_c = coriolis(&pos[i], b->mob.ops->calc_Hdot_u ? &hd : NULL, Vp, &Vr);
         v->b = gyroscopic(b, &pos[i], v->V_GB.w);
         if (b->mob.ops->calc_qdot) b->mob.ops->calc_qdot(b->mob.impl, euler, qb, u + b->u0, qdot + lay[2 * i]);
-        else memcpy(qdot + lay[2 * i], u + b->u0, (size_t)b->nu * sizeof(double));
+        else copy_small(qdot + lay[2 * i], u + b->u0, b->nu);
     }
     return m->ncons ? mt_constraints_velocity(m, s) : 0;
 }
@@ -544,7 +571,7 @@ void mt_aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
         mbk_spatial_vec Ap = mbk_spatial_shift_motion(A[b->parent], pos[i].r_PB);
         mbk_spatial_vec Ai = vel ? mbk_spatial_vec_add(Ap, vel[i].a_c) : Ap;
         double e[MBK_MOBILIZER_MAX_U];
-        memcpy(e, udot + b->u0, (size_t)b->nu * sizeof(double));
+        copy_small(e, udot + b->u0, b->nu);
         for (int r = 0; r < b->nu; ++r) {
             double x = -mbk_spatial_vec_dot(abi.G[b->u0 + r], Ap);
             for (int j = 0; j < b->nu; ++j) x += abi.Dinv[b->d0 + r * b->nu + j] * e[j];
@@ -577,7 +604,7 @@ static int mt_acceleration(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         const mt_body *b = &m->bodies[i];
         if (b->mob.ops->calc_qdotdot)
             b->mob.ops->calc_qdotdot(b->mob.impl, euler, qn + lay[2 * i], u + b->u0, udot + b->u0, qdd + lay[2 * i]);
-        else memcpy(qdd + lay[2 * i], udot + b->u0, (size_t)b->nu * sizeof(double));
+        else copy_small(qdd + lay[2 * i], udot + b->u0, b->nu);
     }
     return 0;
 }

@@ -17,6 +17,7 @@ typedef struct mt_body {
     int nu, u0;            /* u count and start (independent of the Euler choice) */
     int d0;                /* start of its nu x nu block in the D^-1 array */
     char *name;            /* optional name (mbk_matter_set_body_name), owned; NULL if none */
+    bool pf_turns, mb_turns; /* X_PF, X_MB rotate (false: pure translations, composed cheaply) */
 } mt_body;
 
 /* Position-stage results of one body. */
