@@ -2,18 +2,19 @@
 // simbody_constraints_oracle.h: an orc_model's bodies plus a list of Simbody's
 // built-in constraints, evaluated at one (t, q, u, applied forces).
 //
-// The body-building code follows simbody_oracle.cpp (same mobilizers, frames,
-// mass-property shift, gravity, DiscreteForces for the applied forces,
-// Euler-angle q compaction and quaternion normalization); it is repeated here
-// so that file and its API stay as they are. Like it, this file must be
-// compiled WITHOUT -DNDEBUG (Debian's libsimbody-dev is built without it; see
-// CMakeLists.txt).
+// The body-building code (mobilizers, frames, mass-property shift, applied
+// forces, Euler-angle q compaction and quaternion normalization) is shared with
+// simbody_oracle.cpp through oracle_build.hpp; gravity and DiscreteForces are
+// added as there. Like it, this file must be compiled WITHOUT -DNDEBUG
+// (Debian's libsimbody-dev is built without it; see CMakeLists.txt).
 #ifdef NDEBUG
 #error "simbody_constraints_oracle.cpp must be compiled without NDEBUG (Debian's Simbody is built without it)"
 #endif
 
 #include <cstring>
 #include "simbody_constraints_oracle.h"
+
+#include "oracle_build.hpp"
 
 #include "Simbody.h"
 
@@ -28,114 +29,11 @@ using namespace SimTK;
 
 namespace {
 
+using namespace orc_build;
+
 std::string g_constraints_error;
 
-struct ConstraintsError {
-    std::string msg;
-};
-
-[[noreturn]] void fail(const std::string &m) { throw ConstraintsError{m}; }
-
-std::string num(int i) { return std::to_string(i); }
-
-void need(bool ok, const std::string &msg)
-{
-    if (!ok) fail(msg);
-}
-
-// A rotation given as 9 row-major doubles, checked proper orthonormal.
-Rotation to_rotation(const double *a, const std::string &what)
-{
-    double err = 0;
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) {
-            double d = (i == j) ? -1.0 : 0.0;
-            for (int k = 0; k < 3; ++k) d += a[3 * k + i] * a[3 * k + j];
-            err = std::max(err, std::fabs(d));
-        }
-    const double det = a[0] * (a[4] * a[8] - a[5] * a[7]) - a[1] * (a[3] * a[8] - a[5] * a[6]) +
-                       a[2] * (a[3] * a[7] - a[4] * a[6]);
-    if (!(err <= 1e-9) || !(det > 0))
-        fail(what + " rotation is not a proper orthonormal matrix (|R^T R - I| = " +
-             std::to_string(err) + ")");
-    Mat33 m;
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) m(i, j) = a[3 * i + j];
-    return Rotation(m, true);
-}
-
-Transform to_transform(const double *a, const std::string &what)
-{
-    return Transform(to_rotation(a, what), Vec3(a[9], a[10], a[11]));
-}
-
-Vec3 v3(const double *a) { return Vec3(a[0], a[1], a[2]); }
-
-void from_transform(const Transform &X, double *a)
-{
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) a[3 * i + j] = X.R().asMat33()(i, j);
-    for (int i = 0; i < 3; ++i) a[9 + i] = X.p()[i];
-}
-
-void from_spatial(const SpatialVec &V, double *a)
-{
-    for (int i = 0; i < 3; ++i) a[i] = V[0][i];
-    for (int i = 0; i < 3; ++i) a[3 + i] = V[1][i];
-}
-
-MassProperties mass_props(const orc_body &b, int index)
-{
-    if (!(b.mass >= 0)) fail("body " + num(index) + ": negative or NaN mass");
-    Mat33 Ic;
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) Ic(i, j) = b.inertia_about_com[3 * i + j];
-    for (int i = 0; i < 3; ++i)
-        for (int j = i + 1; j < 3; ++j)
-            if (std::fabs(Ic(i, j) - Ic(j, i)) > 1e-12 * (1 + std::fabs(Ic(i, j))))
-                fail("body " + num(index) + ": inertia_about_com is not symmetric");
-    const Vec3 c(b.com[0], b.com[1], b.com[2]);
-    // Parallel-axis shift from the COM to the body origin (at -c from the COM).
-    const Inertia I_o = Inertia(Ic).shiftFromMassCenter(-c, b.mass);
-    return MassProperties(b.mass, c, I_o);
-}
-
-void check_model(const orc_model *m)
-{
-    if (!m) fail("model is NULL");
-    if (m->n_bodies < 0) fail("n_bodies is negative");
-    if (m->n_bodies > 0 && !m->bodies) fail("bodies is NULL");
-    for (int i = 0; i < m->n_bodies; ++i) {
-        const orc_body &b = m->bodies[i];
-        const int idx = i + 1;
-        if (b.parent < 0 || b.parent >= idx)
-            fail("body " + num(idx) + ": parent " + num(b.parent) + " must be in 0.." + num(idx - 1));
-        if ((int)b.type < (int)ORC_WELD || (int)b.type > (int)ORC_BUSHING)
-            fail("body " + num(idx) + ": unknown mobilizer type " + num((int)b.type));
-    }
-}
-
-bool same_body(const orc_body &a, const orc_body &b)
-{
-    if (a.parent != b.parent || a.type != b.type || a.screw_pitch != b.screw_pitch ||
-        a.mass != b.mass)
-        return false;
-    for (int i = 0; i < 12; ++i)
-        if (a.X_PF[i] != b.X_PF[i] || a.X_BM[i] != b.X_BM[i]) return false;
-    for (int i = 0; i < 3; ++i)
-        if (a.com[i] != b.com[i]) return false;
-    for (int i = 0; i < 9; ++i)
-        if (a.inertia_about_com[i] != b.inertia_about_com[i]) return false;
-    return true;
-}
-
 // ---- constraint descriptors: validation and a flat key for cache comparison ----
-
-struct Key {
-    std::vector<double> v;
-    void add(double x) { v.push_back(x); }
-    void add(const double *a, int n) { v.insert(v.end(), a, a + n); }
-};
 
 void need_body(int b, int nb, bool allow_ground, const std::string &what)
 {
@@ -317,9 +215,7 @@ void describe(const orc_constraint &c, int index, int nb, Key &key)
 }
 
 struct ConstraintOracle {
-    std::vector<orc_body> bodies;
-    bool use_euler = false;
-    double gravity[3] = {0, 0, 0};
+    ModelKey model;
     std::vector<double> key; // all constraint descriptors, flattened
     MultibodySystem system;
     SimbodyMatterSubsystem matter;
@@ -328,19 +224,13 @@ struct ConstraintOracle {
     std::vector<MobilizedBody> mobods; // index 0 = Ground
     std::vector<Constraint> constraints;
     State model_state;                 // Euler flag set, realized to Instance
-    std::vector<int> qmap;             // compact q index -> Simbody q index
-    std::vector<int> q_start, body_nq; // compact layout per body, Ground at 0
+    QLayout layout;                    // compact q layout (see oracle_build.hpp)
 
     ConstraintOracle() : matter(system), forces(system) {}
 
     bool matches(const orc_model *m, const Key &k) const
     {
-        if (m->n_bodies != (int)bodies.size() || (m->use_euler_angles != 0) != use_euler) return false;
-        for (int i = 0; i < 3; ++i)
-            if (m->gravity[i] != gravity[i]) return false;
-        for (int i = 0; i < m->n_bodies; ++i)
-            if (!same_body(m->bodies[i], bodies[i])) return false;
-        return k.v == key;
+        return model.matches(m, true) && k.v == key;
     }
 };
 
@@ -461,7 +351,7 @@ void check_indices(const ConstraintOracle &o, const orc_constraint *cs, int n)
 {
     const State &s = o.model_state;
     auto check = [&](int i, int body, int idx, bool is_q, const char *what) {
-        const int count = is_q ? o.body_nq[body] : o.mobods[body].getNumU(s);
+        const int count = is_q ? o.layout.body_nq[body] : o.mobods[body].getNumU(s);
         if (idx < 0 || idx >= count)
             fail("constraint " + num(i) + ": " + what + " " + num(idx) + " of body " + num(body) +
                  " must be in 0.." + num(count - 1));
@@ -508,53 +398,15 @@ ConstraintOracle &get_constraints(const orc_model *m, const orc_constraint *cs, 
     g_constraints.reset();
 
     std::unique_ptr<ConstraintOracle> o(new ConstraintOracle());
-    o->bodies.assign(m->bodies, m->bodies + m->n_bodies);
-    o->use_euler = m->use_euler_angles != 0;
-    for (int i = 0; i < 3; ++i) o->gravity[i] = m->gravity[i];
+    o->model.assign(m);
     o->key = key.v;
-    o->mobods.push_back(o->matter.Ground());
-    for (int i = 0; i < m->n_bodies; ++i) {
-        const orc_body &b = m->bodies[i];
-        const int idx = i + 1;
-        MobilizedBody &parent = o->mobods[b.parent];
-        const Transform X_PF = to_transform(b.X_PF, "body " + num(idx) + ": X_PF");
-        const Transform X_BM = to_transform(b.X_BM, "body " + num(idx) + ": X_BM");
-        const Body::Rigid body(mass_props(b, idx));
-        MobilizedBody mb;
-        switch (b.type) {
-        case ORC_WELD: mb = MobilizedBody::Weld(parent, X_PF, body, X_BM); break;
-        case ORC_PIN: mb = MobilizedBody::Pin(parent, X_PF, body, X_BM); break;
-        case ORC_SLIDER: mb = MobilizedBody::Slider(parent, X_PF, body, X_BM); break;
-        case ORC_SCREW: mb = MobilizedBody::Screw(parent, X_PF, body, X_BM, b.screw_pitch); break;
-        case ORC_UNIVERSAL: mb = MobilizedBody::Universal(parent, X_PF, body, X_BM); break;
-        case ORC_CYLINDER: mb = MobilizedBody::Cylinder(parent, X_PF, body, X_BM); break;
-        case ORC_PLANAR: mb = MobilizedBody::Planar(parent, X_PF, body, X_BM); break;
-        case ORC_GIMBAL: mb = MobilizedBody::Gimbal(parent, X_PF, body, X_BM); break;
-        case ORC_BALL: mb = MobilizedBody::Ball(parent, X_PF, body, X_BM); break;
-        case ORC_TRANSLATION: mb = MobilizedBody::Translation(parent, X_PF, body, X_BM); break;
-        case ORC_FREE: mb = MobilizedBody::Free(parent, X_PF, body, X_BM); break;
-        case ORC_BUSHING: mb = MobilizedBody::Bushing(parent, X_PF, body, X_BM); break;
-        }
-        o->mobods.push_back(mb);
-    }
+    o->mobods = build_bodies(o->matter, m);
     const Vec3 g(m->gravity[0], m->gravity[1], m->gravity[2]);
     if (g != Vec3(0)) Force::UniformGravity(o->forces, o->matter, g);
     o->discrete = Force::DiscreteForces(o->forces, o->matter);
     for (int i = 0; i < n; ++i) o->constraints.push_back(add_constraint(*o, cs[i]));
 
-    State s = o->system.realizeTopology();
-    o->matter.setUseEulerAngles(s, o->use_euler);
-    o->system.realizeModel(s);
-    o->system.realize(s, Stage::Instance);
-    o->q_start.assign(1, 0);
-    o->body_nq.assign(1, 0);
-    for (int b = 1; b <= m->n_bodies; ++b) {
-        const MobilizedBody &mb = o->mobods[b];
-        o->q_start.push_back((int)o->qmap.size());
-        o->body_nq.push_back(mb.getNumQ(s));
-        for (int k = 0; k < mb.getNumQ(s); ++k) o->qmap.push_back((int)mb.getFirstQIndex(s) + k);
-    }
-    o->model_state = s;
+    o->model_state = realize_model(o->system, o->matter, o->mobods, o->model.use_euler, o->layout);
     check_indices(*o, cs, n);
     g_constraints = std::move(o);
     return *g_constraints;
@@ -570,36 +422,12 @@ void evaluate(const orc_model *model, const orc_constraint *cs, int n, const dou
     if (!std::isfinite(t)) fail("t is not finite");
     ConstraintOracle &o = get_constraints(model, cs, n);
     State s = o.model_state;
-    // A copied State keeps only Instance; set the time, then realize Time
-    // (needed by normalizeQuaternions()).
+    // A copied State keeps only Instance; set the time, then load_qu()
+    // realizes Time (needed by normalizeQuaternions()).
     s.setTime(t);
-    o.system.realize(s, Stage::Time);
-    const int nq = (int)o.qmap.size(), nu = s.getNU(), nb = o.matter.getNumBodies();
-    if (nq > 0 && !q) fail("q is NULL");
-    for (int i = 0; i < nq; ++i) s.updQ()[o.qmap[i]] = q[i];
-    for (int b = 1; b < nb; ++b) {
-        if (!o.matter.isUsingQuaternion(s, MobilizedBodyIndex(b))) continue;
-        const int q0 = o.q_start[b];
-        double n2 = 0;
-        for (int k = 0; k < 4; ++k) n2 += q[q0 + k] * q[q0 + k];
-        if (!(n2 > 0) || !std::isfinite(n2)) fail("body " + num(b) + ": quaternion is zero or not finite");
-    }
-    o.matter.normalizeQuaternions(s);
-    for (int i = 0; i < nu; ++i) s.updU()[i] = u ? u[i] : 0.0;
-    if (mobility_forces) {
-        Vector f(nu);
-        for (int i = 0; i < nu; ++i) f[i] = mobility_forces[i];
-        o.discrete.setAllMobilityForces(s, f);
-    }
-    if (body_forces) {
-        Vector_<SpatialVec> F(nb);
-        F[0] = SpatialVec(Vec3(0), Vec3(0)); // Ground: ignored
-        for (int b = 1; b < nb; ++b) {
-            const double *a = body_forces + 6 * b;
-            F[b] = SpatialVec(Vec3(a[0], a[1], a[2]), Vec3(a[3], a[4], a[5]));
-        }
-        o.discrete.setAllBodyForces(s, F);
-    }
+    load_qu(o.system, o.matter, o.layout, s, q, u);
+    const int nq = (int)o.layout.qmap.size(), nu = s.getNU(), nb = o.matter.getNumBodies();
+    set_applied(o.discrete, s, nb, mobility_forces, body_forces);
     o.system.realize(s, Stage::Acceleration);
 
     // ---- counts ----
@@ -629,7 +457,7 @@ void evaluate(const orc_model *model, const orc_constraint *cs, int n, const dou
     if (out->udot)
         for (int i = 0; i < nu; ++i) out->udot[i] = s.getUDot()[i];
     if (out->qdotdot)
-        for (int i = 0; i < nq; ++i) out->qdotdot[i] = s.getQDotDot()[o.qmap[i]];
+        for (int i = 0; i < nq; ++i) out->qdotdot[i] = s.getQDotDot()[o.layout.qmap[i]];
     for (int b = 0; b < nb; ++b) {
         const MobilizedBody &mb = o.mobods[b];
         if (out->X_GB) from_transform(mb.getBodyTransform(s), out->X_GB + 12 * b);
@@ -651,7 +479,7 @@ void evaluate(const orc_model *model, const orc_constraint *cs, int n, const dou
         Matrix Pq;
         o.matter.calcPq(s, Pq);
         for (int i = 0; i < mp; ++i)
-            for (int j = 0; j < nq; ++j) out->Pq[i * nq + j] = Pq(i, o.qmap[j]);
+            for (int j = 0; j < nq; ++j) out->Pq[i * nq + j] = Pq(i, o.layout.qmap[j]);
     }
 
     // ---- per constraint ----
@@ -718,7 +546,7 @@ int orc_eval_constraints(const orc_model *model, const orc_constraint *c, int n,
         evaluate(model, c, n, q, u, mobility_forces, body_forces, t, out);
         g_constraints_error.clear();
         return 0;
-    } catch (const ConstraintsError &e) {
+    } catch (const Error &e) {
         g_constraints_error = "orc_eval_constraints: " + e.msg;
     } catch (const std::exception &e) {
         g_constraints_error = std::string("orc_eval_constraints: Simbody exception: ") + e.what();

@@ -2,16 +2,17 @@
 // simbody_forces_oracle.h: an orc_model's bodies plus a list of Simbody's
 // built-in force elements, evaluated at one (q, u).
 //
-// The body-building code follows simbody_oracle.cpp (same mobilizers, frames,
-// mass-property shift, Euler-angle q compaction and quaternion
-// normalization); it is repeated here so that file and its API stay as they
-// are. Like it, this file must be compiled WITHOUT -DNDEBUG (Debian's
-// libsimbody-dev is built without it; see CMakeLists.txt).
+// The body-building code (mobilizers, frames, mass-property shift, Euler-angle
+// q compaction and quaternion normalization) is shared with simbody_oracle.cpp
+// through oracle_build.hpp. Like it, this file must be compiled WITHOUT
+// -DNDEBUG (Debian's libsimbody-dev is built without it; see CMakeLists.txt).
 #ifdef NDEBUG
 #error "simbody_forces_oracle.cpp must be compiled without NDEBUG (Debian's Simbody is built without it)"
 #endif
 
 #include "simbody_forces_oracle.h"
+
+#include "oracle_build.hpp"
 
 #include "Simbody.h"
 
@@ -26,93 +27,17 @@ using namespace SimTK;
 
 namespace {
 
+using namespace orc_build;
+
 std::string g_forces_error;
 
-struct ForcesError {
-    std::string msg;
-};
-
-[[noreturn]] void fail(const std::string &m) { throw ForcesError{m}; }
-
-std::string num(int i) { return std::to_string(i); }
-
-// A rotation given as 9 row-major doubles, checked proper orthonormal.
-Rotation to_rotation(const double *a, const std::string &what)
-{
-    double err = 0;
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) {
-            double d = (i == j) ? -1.0 : 0.0;
-            for (int k = 0; k < 3; ++k) d += a[3 * k + i] * a[3 * k + j];
-            err = std::max(err, std::fabs(d));
-        }
-    const double det = a[0] * (a[4] * a[8] - a[5] * a[7]) - a[1] * (a[3] * a[8] - a[5] * a[6]) +
-                       a[2] * (a[3] * a[7] - a[4] * a[6]);
-    if (!(err <= 1e-9) || !(det > 0))
-        fail(what + " rotation is not a proper orthonormal matrix (|R^T R - I| = " +
-             std::to_string(err) + ")");
-    Mat33 m;
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) m(i, j) = a[3 * i + j];
-    return Rotation(m, true);
-}
-
-Transform to_transform(const double *a, const std::string &what)
-{
-    return Transform(to_rotation(a, what), Vec3(a[9], a[10], a[11]));
-}
-
-Vec3 v3(const double *a) { return Vec3(a[0], a[1], a[2]); }
-
-MassProperties mass_props(const orc_body &b, int index)
-{
-    if (!(b.mass >= 0)) fail("body " + num(index) + ": negative or NaN mass");
-    Mat33 Ic;
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) Ic(i, j) = b.inertia_about_com[3 * i + j];
-    for (int i = 0; i < 3; ++i)
-        for (int j = i + 1; j < 3; ++j)
-            if (std::fabs(Ic(i, j) - Ic(j, i)) > 1e-12 * (1 + std::fabs(Ic(i, j))))
-                fail("body " + num(index) + ": inertia_about_com is not symmetric");
-    const Vec3 c(b.com[0], b.com[1], b.com[2]);
-    // Parallel-axis shift from the COM to the body origin (at -c from the COM).
-    const Inertia I_o = Inertia(Ic).shiftFromMassCenter(-c, b.mass);
-    return MassProperties(b.mass, c, I_o);
-}
-
-void check_model(const orc_model *m)
-{
-    if (!m) fail("model is NULL");
-    if (m->n_bodies < 0) fail("n_bodies is negative");
-    if (m->n_bodies > 0 && !m->bodies) fail("bodies is NULL");
-    for (int i = 0; i < m->n_bodies; ++i) {
-        const orc_body &b = m->bodies[i];
-        const int idx = i + 1;
-        if (b.parent < 0 || b.parent >= idx)
-            fail("body " + num(idx) + ": parent " + num(b.parent) + " must be in 0.." + num(idx - 1));
-        if ((int)b.type < (int)ORC_WELD || (int)b.type > (int)ORC_BUSHING)
-            fail("body " + num(idx) + ": unknown mobilizer type " + num((int)b.type));
-    }
-}
-
 // ---- force descriptors: validation and a flat key for cache comparison ----
-
-struct Key {
-    std::vector<double> v;
-    void add(double x) { v.push_back(x); }
-    void add(const double *a, int n) { v.insert(v.end(), a, a + n); }
-};
 
 void need_body(int b, int nb, bool allow_ground, const std::string &what)
 {
     const int lo = allow_ground ? 0 : 1;
     if (b < lo || b > nb)
         fail(what + " " + num(b) + " must be in " + num(lo) + ".." + num(nb));
-}
-
-void need(bool ok, const std::string &msg)
-{
-    if (!ok) fail(msg);
 }
 
 // Validate what can be validated without Simbody (indices within a mobilizer
@@ -228,23 +153,8 @@ void describe(const orc_force &f, int index, int nb, Key &key)
     }
 }
 
-bool same_body(const orc_body &a, const orc_body &b)
-{
-    if (a.parent != b.parent || a.type != b.type || a.screw_pitch != b.screw_pitch ||
-        a.mass != b.mass)
-        return false;
-    for (int i = 0; i < 12; ++i)
-        if (a.X_PF[i] != b.X_PF[i] || a.X_BM[i] != b.X_BM[i]) return false;
-    for (int i = 0; i < 3; ++i)
-        if (a.com[i] != b.com[i]) return false;
-    for (int i = 0; i < 9; ++i)
-        if (a.inertia_about_com[i] != b.inertia_about_com[i]) return false;
-    return true;
-}
-
 struct ForceOracle {
-    std::vector<orc_body> bodies;
-    bool use_euler = false;
+    ModelKey model;          // gravity is not part of this oracle's model
     std::vector<double> key; // all force descriptors, flattened
     MultibodySystem system;
     SimbodyMatterSubsystem matter;
@@ -252,17 +162,13 @@ struct ForceOracle {
     GeneralContactSubsystem contacts;
     std::vector<MobilizedBody> mobods; // index 0 = Ground
     State model_state;                 // Euler flag set, realized to Instance
-    std::vector<int> qmap;             // compact q index -> Simbody q index
-    std::vector<int> q_start;          // compact layout per body, Ground at 0
+    QLayout layout;                    // compact q layout (see oracle_build.hpp)
 
     ForceOracle() : matter(system), forces(system), contacts(system) {}
 
     bool matches(const orc_model *m, const Key &k) const
     {
-        if (m->n_bodies != (int)bodies.size() || (m->use_euler_angles != 0) != use_euler) return false;
-        for (int i = 0; i < m->n_bodies; ++i)
-            if (!same_body(m->bodies[i], bodies[i])) return false;
-        return k.v == key;
+        return model.matches(m, false) && k.v == key;
     }
 };
 
@@ -394,47 +300,11 @@ ForceOracle &get_forces(const orc_model *m, const orc_force *forces, int n_force
     g_forces.reset();
 
     std::unique_ptr<ForceOracle> o(new ForceOracle());
-    o->bodies.assign(m->bodies, m->bodies + m->n_bodies);
-    o->use_euler = m->use_euler_angles != 0;
+    o->model.assign(m);
     o->key = key.v;
-    o->mobods.push_back(o->matter.Ground());
-    for (int i = 0; i < m->n_bodies; ++i) {
-        const orc_body &b = m->bodies[i];
-        const int idx = i + 1;
-        MobilizedBody &parent = o->mobods[b.parent];
-        const Transform X_PF = to_transform(b.X_PF, "body " + num(idx) + ": X_PF");
-        const Transform X_BM = to_transform(b.X_BM, "body " + num(idx) + ": X_BM");
-        const Body::Rigid body(mass_props(b, idx));
-        MobilizedBody mb;
-        switch (b.type) {
-        case ORC_WELD: mb = MobilizedBody::Weld(parent, X_PF, body, X_BM); break;
-        case ORC_PIN: mb = MobilizedBody::Pin(parent, X_PF, body, X_BM); break;
-        case ORC_SLIDER: mb = MobilizedBody::Slider(parent, X_PF, body, X_BM); break;
-        case ORC_SCREW: mb = MobilizedBody::Screw(parent, X_PF, body, X_BM, b.screw_pitch); break;
-        case ORC_UNIVERSAL: mb = MobilizedBody::Universal(parent, X_PF, body, X_BM); break;
-        case ORC_CYLINDER: mb = MobilizedBody::Cylinder(parent, X_PF, body, X_BM); break;
-        case ORC_PLANAR: mb = MobilizedBody::Planar(parent, X_PF, body, X_BM); break;
-        case ORC_GIMBAL: mb = MobilizedBody::Gimbal(parent, X_PF, body, X_BM); break;
-        case ORC_BALL: mb = MobilizedBody::Ball(parent, X_PF, body, X_BM); break;
-        case ORC_TRANSLATION: mb = MobilizedBody::Translation(parent, X_PF, body, X_BM); break;
-        case ORC_FREE: mb = MobilizedBody::Free(parent, X_PF, body, X_BM); break;
-        case ORC_BUSHING: mb = MobilizedBody::Bushing(parent, X_PF, body, X_BM); break;
-        }
-        o->mobods.push_back(mb);
-    }
+    o->mobods = build_bodies(o->matter, m);
     for (int i = 0; i < n_forces; ++i) add_force(*o, forces[i]);
-
-    State s = o->system.realizeTopology();
-    o->matter.setUseEulerAngles(s, o->use_euler);
-    o->system.realizeModel(s);
-    o->system.realize(s, Stage::Instance);
-    o->q_start.assign(1, 0);
-    for (int b = 1; b <= m->n_bodies; ++b) {
-        const MobilizedBody &mb = o->mobods[b];
-        o->q_start.push_back((int)o->qmap.size());
-        for (int k = 0; k < mb.getNumQ(s); ++k) o->qmap.push_back((int)mb.getFirstQIndex(s) + k);
-    }
-    o->model_state = s;
+    o->model_state = realize_model(o->system, o->matter, o->mobods, o->model.use_euler, o->layout);
     check_indices(*o, forces, n_forces);
     g_forces = std::move(o);
     return *g_forces;
@@ -453,21 +323,8 @@ int orc_eval_forces(const orc_model *model, const orc_force *forces, int n_force
     try {
         ForceOracle &o = get_forces(model, forces, n_forces);
         State s = o.model_state;
-        // A copied State keeps only Instance; Time is needed for normalizeQuaternions().
-        o.system.realize(s, Stage::Time);
-        const int nq = (int)o.qmap.size(), nu = s.getNU(), nb = o.matter.getNumBodies();
-        if (nq > 0 && !q) fail("q is NULL");
-        for (int i = 0; i < nq; ++i) s.updQ()[o.qmap[i]] = q[i];
-        for (int b = 1; b < nb; ++b) {
-            if (!o.matter.isUsingQuaternion(s, MobilizedBodyIndex(b))) continue;
-            const int q0 = o.q_start[b];
-            double n2 = 0;
-            for (int k = 0; k < 4; ++k) n2 += q[q0 + k] * q[q0 + k];
-            if (!(n2 > 0) || !std::isfinite(n2))
-                fail("body " + num(b) + ": quaternion is zero or not finite");
-        }
-        o.matter.normalizeQuaternions(s);
-        for (int i = 0; i < nu; ++i) s.updU()[i] = u ? u[i] : 0.0;
+        load_qu(o.system, o.matter, o.layout, s, q, u);
+        const int nu = s.getNU(), nb = o.matter.getNumBodies();
         o.system.realize(s, Stage::Dynamics);
 
         const Vector_<SpatialVec> &F = o.system.getRigidBodyForces(s, Stage::Dynamics);
@@ -492,7 +349,7 @@ int orc_eval_forces(const orc_model *model, const orc_force *forces, int n_force
         }
         g_forces_error.clear();
         return 0;
-    } catch (const ForcesError &e) {
+    } catch (const Error &e) {
         g_forces_error = "orc_eval_forces: " + e.msg;
     } catch (const std::exception &e) {
         g_forces_error = std::string("orc_eval_forces: Simbody exception: ") + e.what();

@@ -26,6 +26,9 @@
 #include "mbk_test.h"
 #include "simbody_constraints_oracle.h"
 
+#define ORC_TEST_RNG_SEED 0x243F6A8885A308D3ull
+#include "oracle_test_util.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,140 +39,7 @@
 #define MAXM 24
 #define E ORC_CON_MAX_EQ
 
-/* ---- small 3-D helpers: R row-major 3x3, transform = R then p ---- */
-
-static void mat_mul(const double *A, const double *B, double *C) /* C = A B */
-{
-    double T[9];
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) {
-            T[3 * i + j] = 0;
-            for (int k = 0; k < 3; ++k) T[3 * i + j] += A[3 * i + k] * B[3 * k + j];
-        }
-    memcpy(C, T, sizeof T);
-}
-
-static void mat_vec(const double *A, const double *v, double *w)
-{
-    double t[3];
-    for (int i = 0; i < 3; ++i) t[i] = A[3 * i] * v[0] + A[3 * i + 1] * v[1] + A[3 * i + 2] * v[2];
-    memcpy(w, t, sizeof t);
-}
-
-static void mat_tvec(const double *A, const double *v, double *w) /* w = A^T v */
-{
-    double t[3];
-    for (int i = 0; i < 3; ++i) t[i] = A[i] * v[0] + A[3 + i] * v[1] + A[6 + i] * v[2];
-    memcpy(w, t, sizeof t);
-}
-
-static void cross(const double *a, const double *b, double *c)
-{
-    double t[3] = {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
-    memcpy(c, t, sizeof t);
-}
-
-static double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
-static double norm3(const double *a) { return sqrt(dot3(a, a)); }
-
-static void sub3(const double *a, const double *b, double *c)
-{
-    for (int i = 0; i < 3; ++i) c[i] = a[i] - b[i];
-}
-
-static void add3(const double *a, const double *b, double *c)
-{
-    for (int i = 0; i < 3; ++i) c[i] = a[i] + b[i];
-}
-
-static void scale3(double s, const double *a, double *c)
-{
-    for (int i = 0; i < 3; ++i) c[i] = s * a[i];
-}
-
-static void unit3(const double *a, double *c)
-{
-    const double n = norm3(a);
-    scale3(1.0 / n, a, c);
-}
-
-static void col3(const double *R, int j, double *c) /* column j of R */
-{
-    c[0] = R[j];
-    c[1] = R[3 + j];
-    c[2] = R[6 + j];
-}
-
-static void rot_axis(int axis, double a, double *R)
-{
-    const double c = cos(a), s = sin(a);
-    static const double I[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
-    memcpy(R, I, sizeof I);
-    const int i = (axis + 1) % 3, j = (axis + 2) % 3;
-    R[3 * i + i] = c;
-    R[3 * i + j] = -s;
-    R[3 * j + i] = s;
-    R[3 * j + j] = c;
-}
-
-static void rot_xyz(double a, double b, double c, double *R) /* R_x(a) R_y(b) R_z(c) */
-{
-    double Ry[9], Rz[9];
-    rot_axis(0, a, R);
-    rot_axis(1, b, Ry);
-    rot_axis(2, c, Rz);
-    mat_mul(R, Ry, R);
-    mat_mul(R, Rz, R);
-}
-
-static void xf_set(double *X, double a, double b, double c, double px, double py, double pz)
-{
-    rot_xyz(a, b, c, X);
-    X[9] = px;
-    X[10] = py;
-    X[11] = pz;
-}
-
-static double max_abs(const double *a, int n)
-{
-    double m = 0;
-    for (int i = 0; i < n; ++i)
-        if (fabs(a[i]) > m) m = fabs(a[i]);
-    return m;
-}
-
-/* deterministic pseudo-random numbers in [lo, hi] */
-static unsigned long long rng_state = 0x243F6A8885A308D3ull;
-static double rnd(double lo, double hi)
-{
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return lo + (hi - lo) * ((double)(rng_state >> 11) / 9007199254740992.0);
-}
-
-static void rnd3(double *v, double lo, double hi)
-{
-    for (int i = 0; i < 3; ++i) v[i] = rnd(lo, hi);
-}
-
 /* ---- the model ---- */
-
-static orc_body mk(int parent, orc_mobilizer type, double mass)
-{
-    orc_body b;
-    memset(&b, 0, sizeof b);
-    b.parent = parent;
-    b.type = type;
-    xf_set(b.X_PF, rnd(-1, 1), rnd(-1, 1), rnd(-1, 1), rnd(-0.5, 0.5), rnd(-0.5, 0.5), rnd(-0.5, 0.5));
-    xf_set(b.X_BM, rnd(-1, 1), rnd(-1, 1), rnd(-1, 1), rnd(-0.3, 0.3), rnd(-0.3, 0.3), rnd(-0.3, 0.3));
-    b.mass = mass;
-    for (int i = 0; i < 3; ++i) b.com[i] = rnd(-0.2, 0.2);
-    const double a = rnd(0.1, 0.3), c = rnd(0.1, 0.3), x = rnd(-0.02, 0.02);
-    b.inertia_about_com[0] = a;
-    b.inertia_about_com[4] = c;
-    b.inertia_about_com[8] = a + c - 0.05;
-    b.inertia_about_com[1] = b.inertia_about_com[3] = x;
-    return b;
-}
 
 enum { NB = 7 };
 static orc_body g_bodies[NB];

@@ -11,68 +11,14 @@
  *     V_GB = J u, qdotdot = d/dt qdot, and dE/dt = power of applied forces. */
 #include "mbk_test.h"
 #include "simbody_oracle.h"
+#include "oracle_test_util.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define PI 3.14159265358979323846
 
-/* ---- small 3-D helpers: R row-major 3x3, transform = R then p ---- */
-
-static void mat_mul(const double *A, const double *B, double *C) /* C = A B */
-{
-    double T[9];
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) {
-            T[3 * i + j] = 0;
-            for (int k = 0; k < 3; ++k) T[3 * i + j] += A[3 * i + k] * B[3 * k + j];
-        }
-    memcpy(C, T, sizeof T);
-}
-
-static void mat_vec(const double *A, const double *v, double *w)
-{
-    double t[3];
-    for (int i = 0; i < 3; ++i) t[i] = A[3 * i] * v[0] + A[3 * i + 1] * v[1] + A[3 * i + 2] * v[2];
-    memcpy(w, t, sizeof t);
-}
-
-static void mat_tvec(const double *A, const double *v, double *w) /* w = A^T v */
-{
-    double t[3];
-    for (int i = 0; i < 3; ++i) t[i] = A[i] * v[0] + A[3 + i] * v[1] + A[6 + i] * v[2];
-    memcpy(w, t, sizeof t);
-}
-
-static void cross(const double *a, const double *b, double *c)
-{
-    double t[3] = {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
-    memcpy(c, t, sizeof t);
-}
-
-static double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
-
-static void rot_axis(int axis, double a, double *R)
-{
-    const double c = cos(a), s = sin(a);
-    static const double I[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
-    memcpy(R, I, sizeof I);
-    const int i = (axis + 1) % 3, j = (axis + 2) % 3;
-    R[3 * i + i] = c;
-    R[3 * i + j] = -s;
-    R[3 * j + i] = s;
-    R[3 * j + j] = c;
-}
-
-static void rot_xyz(double a, double b, double c, double *R) /* R_x(a) R_y(b) R_z(c) */
-{
-    double Ry[9], Rz[9];
-    rot_axis(0, a, R);
-    rot_axis(1, b, Ry);
-    rot_axis(2, c, Rz);
-    mat_mul(R, Ry, R);
-    mat_mul(R, Rz, R);
-}
+/* ---- more 3-D helpers (oracle_test_util.h has the basic ones) ---- */
 
 static void quat_to_R(const double *q, double *R) /* q = (w,x,y,z), unit */
 {
