@@ -686,8 +686,8 @@ static void write_report(FILE *f, const result *rs, int n, double wall)
                "  X_PF = X_BM = R_x(-90 deg) for axis y); chainN, treeK (breadth-first numbering, root and left\n"
                "  children y, right children z), humanoid (free base + 4 x 6 pins at (+-0.5, +-0.05, 0) + 3 pins\n"
                "  at (0, 0, 0.05): 28 bodies, nu 33, nq 34). Gravity 9.81 along -z: Force::UniformGravity in\n"
-               "  Simbody; in mbk a small subsystem that adds m g at each COM into the body-force accumulator\n"
-               "  at Dynamics. q, u in [-1, 1) from a fixed seed; free base: random position, normalized\n"
+               "  Simbody; in mbk the built-in gravity element (mbk_force_add_gravity).\n"
+               "  q, u in [-1, 1) from a fixed seed; free base: random position, normalized\n"
                "  random quaternion. chain3000 and chain10000 are run for mbk only.\n");
     fprintf(f, "- Check before timing: mbk's udot, inverse-dynamics residual, M^-1 v and (nu <= %d) M agree with\n"
                "  Simbody's to 1e-9 relative (max abs difference / max abs value) on every model, or the run stops.\n"

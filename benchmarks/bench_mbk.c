@@ -15,65 +15,6 @@
 
 #include "bench_sides.h"
 
-typedef struct grav {
-    const mbk_system *sys;
-    const mbk_matter *m;
-    int nb;
-    double *mass;     /* per body, Ground at 0 */
-    mbk_vec3 *com;    /* per body, in B */
-    mbk_vec3 g;
-} grav;
-
-static int grav_dynamics(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
-{
-    (void)c;
-    const grav *gr = impl;
-    mbk_spatial_vec *F = mbk_multibody_upd_body_forces(gr->sys, s);
-    if (!F) return mbk_last_status();
-    for (int i = 1; i < gr->nb; ++i) {
-        mbk_transform X;
-        int rc = mbk_matter_get_body_transform(gr->m, s, i, &X);
-        if (rc < 0) return rc;
-        mbk_vec3 f = mbk_vec3_scale(gr->g, gr->mass[i]);
-        mbk_vec3 c_G = mbk_mat33_mul_vec(X.R, gr->com[i]);
-        F[i].w = mbk_vec3_add(F[i].w, mbk_vec3_cross(c_G, f));
-        F[i].v = mbk_vec3_add(F[i].v, f);
-    }
-    return 0;
-}
-
-/* PE = -sum m g . p_com (zero at the origin). */
-static int grav_pe(void *impl, const mbk_subsystem_ctx *c, const mbk_state *s, double *pe)
-{
-    (void)c;
-    const grav *gr = impl;
-    double e = 0.0;
-    for (int i = 1; i < gr->nb; ++i) {
-        mbk_transform X;
-        int rc = mbk_matter_get_body_transform(gr->m, s, i, &X);
-        if (rc < 0) return rc;
-        mbk_vec3 p = mbk_vec3_add(X.p, mbk_mat33_mul_vec(X.R, gr->com[i]));
-        e -= gr->mass[i] * (gr->g.x * p.x + gr->g.y * p.y + gr->g.z * p.z);
-    }
-    *pe += e;
-    return 0;
-}
-
-static void grav_destroy(void *impl)
-{
-    grav *gr = impl;
-    free(gr->mass);
-    free(gr->com);
-    free(gr);
-}
-
-static const mbk_subsystem_ops grav_ops = {
-    .name = "bench gravity",
-    .realize_dynamics = grav_dynamics,
-    .calc_potential_energy = grav_pe,
-    .destroy = grav_destroy,
-};
-
 struct mb_side {
     mbk_system *sys;
     const mbk_matter *m;
@@ -130,8 +71,7 @@ void mb_destroy(mb_side *s)
 mb_side *mb_create(const bm_model *model)
 {
     mb_side *s = calloc(1, sizeof *s);
-    grav *gr = calloc(1, sizeof *gr);
-    if (!s || !gr) goto oom;
+    if (!s) goto oom;
     s->nb = model->n + 1;
     s->sys = mbk_multibody_create(model->name);
     if (!s->sys) { fail("mbk_multibody_create"); goto bad; }
@@ -146,20 +86,10 @@ mb_side *mb_create(const bm_model *model)
         mbk_mobilizer mob = b->type == BM_FREE ? mbk_mobilizer_free() : mbk_mobilizer_pin();
         if (mbk_matter_add_body(m, b->parent, &X_PF, &mp, &X_BM, mob) != i) { fail("mbk_matter_add_body"); goto bad; }
     }
-    gr->nb = s->nb;
-    gr->mass = calloc((size_t)s->nb, sizeof(double));
-    gr->com = calloc((size_t)s->nb, sizeof(mbk_vec3));
-    if (!gr->mass || !gr->com) goto oom;
-    for (int i = 1; i < s->nb; ++i) {
-        const bm_body *b = &model->bodies[i - 1];
-        gr->mass[i] = b->mass;
-        gr->com[i] = mbk_vec3_make(b->com[0], b->com[1], b->com[2]);
-    }
-    gr->g = mbk_vec3_make(model->gravity[0], model->gravity[1], model->gravity[2]);
-    if (mbk_system_add_subsystem(s->sys, &grav_ops, gr) < 0) { fail("mbk_system_add_subsystem"); goto bad; }
-    gr->sys = s->sys;
-    gr->m = s->m = mbk_multibody_get_matter(s->sys);
-    gr = NULL; /* owned by the System now */
+    /* gravity is the built-in element (zero height 0: PE = -sum m g . p_com) */
+    mbk_vec3 g = mbk_vec3_make(model->gravity[0], model->gravity[1], model->gravity[2]);
+    if (mbk_force_add_gravity(mbk_multibody_upd_forces(s->sys), g) < 0) { fail("mbk_force_add_gravity"); goto bad; }
+    s->m = mbk_multibody_get_matter(s->sys);
     if (mbk_system_realize_topology(s->sys) < 0) { fail("mbk_system_realize_topology"); goto bad; }
     s->s = mbk_state_create();
     if (!s->s || mbk_state_init(s->s, s->sys) < 0) { fail("mbk_state_init"); goto bad; }
@@ -191,7 +121,6 @@ mb_side *mb_create(const bm_model *model)
 oom:
     snprintf(g_err, sizeof g_err, "mbk bench: out of memory");
 bad:
-    if (gr) grav_destroy(gr);
     mb_destroy(s);
     return NULL;
 }

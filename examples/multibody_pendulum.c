@@ -2,8 +2,8 @@
  *
  * Shows the steps of docs/matter.md: create a multibody System, add bodies
  * on mobilizers (Pin joints whose axes alternate between the parent's y and
- * z), apply gravity from a small force subsystem that adds into the matter
- * subsystem's force accumulators, realize a State, read body poses, and
+ * z), add the built-in gravity element to the general force subsystem,
+ * realize a State, read body poses, and
  * integrate with a fixed-step RK4 through the ODE view mbk_system_calc_ydot.
  * The run checks that total energy is conserved and exits nonzero if not. */
 #include <math.h>
@@ -11,47 +11,6 @@
 #include <stdio.h>
 
 enum { N_LINKS = 5 };
-
-/* ---- gravity as a force subsystem ---------------------------------------- */
-
-typedef struct gravity { mbk_vec3 g; } gravity;
-
-/* Add m g at every body's centre of mass: moment about the body origin c x m g. */
-static int gravity_dynamics(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
-{
-    const gravity *gr = impl;
-    const mbk_system *sys = mbk_subsystem_ctx_get_system(c);
-    const mbk_matter *m = mbk_multibody_get_matter(sys);
-    mbk_spatial_vec *F = mbk_multibody_upd_body_forces(sys, s);
-    for (int b = 1; b < mbk_matter_get_num_bodies(m); ++b) {
-        mbk_mass_props mp;
-        mbk_transform X;
-        mbk_matter_get_body_mass_props(m, b, &mp);
-        mbk_matter_get_body_transform(m, s, b, &X);
-        mbk_vec3 f = mbk_vec3_scale(gr->g, mp.mass), c_G = mbk_mat33_mul_vec(X.R, mp.com);
-        F[b].w = mbk_vec3_add(F[b].w, mbk_vec3_cross(c_G, f));
-        F[b].v = mbk_vec3_add(F[b].v, f);
-    }
-    return 0;
-}
-
-/* PE = -sum m g . p_com */
-static int gravity_energy(void *impl, const mbk_subsystem_ctx *c, const mbk_state *s, double *pe)
-{
-    const gravity *gr = impl;
-    const mbk_matter *m = mbk_multibody_get_matter(mbk_subsystem_ctx_get_system(c));
-    for (int b = 1; b < mbk_matter_get_num_bodies(m); ++b) {
-        mbk_mass_props mp;
-        mbk_vec3 p;
-        mbk_matter_get_body_mass_props(m, b, &mp);
-        mbk_matter_get_station_location(m, s, b, mp.com, &p);
-        *pe -= mp.mass * mbk_vec3_dot(gr->g, p);
-    }
-    return 0;
-}
-
-static const mbk_subsystem_ops gravity_ops = {
-    .name = "gravity", .realize_dynamics = gravity_dynamics, .calc_potential_energy = gravity_energy};
 
 /* ---- building the pendulum ------------------------------------------------ */
 
@@ -96,9 +55,9 @@ static int rk4(const mbk_system *sys, mbk_state *s, double t, double h, double *
 int main(void)
 {
     mbk_system *sys = mbk_multibody_create("5-link pendulum");
-    static gravity g = {{0, 0, -9.81}};
     if (!sys || add_links(mbk_multibody_upd_matter(sys)) < 0) return fail("building");
-    if (mbk_system_add_subsystem(sys, &gravity_ops, &g) < 0) return fail("adding gravity");
+    if (mbk_force_add_gravity(mbk_multibody_upd_forces(sys), mbk_vec3_make(0, 0, -9.81)) < 0)
+        return fail("adding gravity");
     if (mbk_system_realize_topology(sys) < 0) return fail("realizing topology");
 
     /* A State starts from the defaults; give every hinge a small initial angle. */
