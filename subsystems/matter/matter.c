@@ -131,7 +131,9 @@ static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF
     b->parent = parent;
     b->X_PF = *X_PF;
     b->X_MB = mbk_transform_invert(*X_BM);
-    b->I_B = mbk_mass_props_inertia_about_origin(*body);
+    mbk_mat33 I_B = mbk_mass_props_inertia_about_origin(*body);
+    b->I_B = mt_sym3_of(&I_B);
+    b->pin = mt_mobilizer_is_pin(&mobilizer);
     b->pf_turns = !is_identity_rotation(&X_PF->R);
     b->mb_turns = !is_identity_rotation(&b->X_MB.R);
     b->mass = body->mass;
@@ -201,7 +203,7 @@ static int mt_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         [C_POS] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)m->nb * sizeof(mt_pos)},
         [C_H] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)(m->nu + 1) * sizeof(mbk_spatial_vec)},
         [C_VEL] = {MBK_STAGE_VELOCITY, MBK_STAGE_VELOCITY, (size_t)m->nb * sizeof(mt_vel)},
-        [C_ABI] = {MBK_STAGE_POSITION, MBK_STAGE_INFINITY, (size_t)m->nb * sizeof(mbk_spatial_mat) +
+        [C_ABI] = {MBK_STAGE_POSITION, MBK_STAGE_INFINITY, (size_t)m->nb * sizeof(mt_inertia) +
                    (size_t)m->nu * sizeof(mbk_spatial_vec) + (size_t)(m->nd + 1) * sizeof(double)},
         [C_FORCES] = {MBK_STAGE_DYNAMICS, MBK_STAGE_DYNAMICS, forces_bytes(m)},
         [C_ACC] = {MBK_STAGE_ACCELERATION, MBK_STAGE_ACCELERATION, 2 * (size_t)m->nb * sizeof(mbk_spatial_vec)},
@@ -261,6 +263,40 @@ static inline void copy_small(double *dst, const double *src, int n)
     for (int i = 0; i < n; ++i) dst[i] = src[i];
 }
 
+/* R_GF Rz(angle) from the angle's cosine and sine: only two columns change. */
+static inline mbk_mat33 turn_about_z(const mbk_mat33 *R, double c, double sn)
+{
+    mbk_mat33 r;
+    for (int i = 0; i < 3; ++i) {
+        r.m[i][0] = c * R->m[i][0] + sn * R->m[i][1];
+        r.m[i][1] = c * R->m[i][1] - sn * R->m[i][0];
+        r.m[i][2] = R->m[i][2];
+    }
+    return r;
+}
+
+/* X_GM of a body from X_GF and its mobilizer; writes the normalized q and,
+   when H is not NULL, H_FM. A Pin is inlined: it is most joints of most models. */
+static mbk_transform mobilizer_pose(const mt_body *b, bool euler, const mbk_transform *X_GF,
+                                    const double *q, double *qn, int nq, mbk_spatial_vec *H)
+{
+    mbk_transform X_GM;
+    if (b->pin) {
+        qn[0] = q[0];
+        X_GM.R = turn_about_z(&X_GF->R, cos(q[0]), sin(q[0]));
+        X_GM.p = X_GF->p;
+        if (H) *H = mbk_spatial_vec_make(mbk_vec3_make(0, 0, 1), mbk_vec3_zero());
+        return X_GM;
+    }
+    const mbk_mobilizer_ops *o = b->mob.ops;
+    copy_small(qn, q, nq);
+    if (o->normalize_q) o->normalize_q(b->mob.impl, euler, qn);
+    mbk_transform X_FM;
+    o->calc_X_FM(b->mob.impl, euler, qn, &X_FM);
+    if (H && b->nu) o->calc_H_FM(b->mob.impl, euler, qn, H);
+    return mbk_transform_compose(*X_GF, X_FM);
+}
+
 /* Body poses, H in Ground and spatial inertias in Ground, base to tip. */
 static int mt_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 {
@@ -276,26 +312,19 @@ static int mt_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     pos[0].X_GB = mbk_transform_identity();
     for (int i = 1; i < m->nb; ++i) {
         const mt_body *b = &m->bodies[i];
-        const mbk_mobilizer_ops *o = b->mob.ops;
-        double *qb = qn + lay[2 * i];
-        copy_small(qb, q + lay[2 * i], lay[2 * i + 1]);
-        if (o->normalize_q) o->normalize_q(b->mob.impl, euler, qb);
-        mbk_transform X_FM;
-        o->calc_X_FM(b->mob.impl, euler, qb, &X_FM);
         const mt_pos *pp = &pos[b->parent];
         mt_pos *p = &pos[i];
+        mbk_spatial_vec *Hb = H + b->u0;
         mbk_transform X_GF = compose_frame(&pp->X_GB, &b->X_PF, b->pf_turns);
-        mbk_transform X_GM = mbk_transform_compose(X_GF, X_FM);
+        mbk_transform X_GM = mobilizer_pose(b, euler, &X_GF, q + lay[2 * i], qn + lay[2 * i],
+                                            lay[2 * i + 1], Hb);
         p->X_GB = compose_frame(&X_GM, &b->X_MB, b->mb_turns);
         p->R_GF = X_GF.R;
         p->r_PB = mbk_vec3_sub(p->X_GB.p, pp->X_GB.p);
         p->p_MB_G = mbk_vec3_sub(p->X_GB.p, X_GM.p);
         p->c_G = mbk_mat33_mul_vec(p->X_GB.R, b->com);
-        p->I_G = mbk_mat33_rotate_congruence(p->X_GB.R, b->I_B);
-        if (b->nu == 0) continue;
-        mbk_spatial_vec *Hb = H + b->u0;
-        o->calc_H_FM(b->mob.impl, euler, qb, Hb);
-        /* in G, then from M's origin to B's */
+        p->I_G = mt_sym3_rotate(&p->X_GB.R, &b->I_B);
+        /* H in G, then from M's origin to B's */
         for (int j = 0; j < b->nu; ++j)
             Hb[j] = mbk_spatial_shift_motion(mbk_spatial_rotate(p->R_GF, Hb[j]), p->p_MB_G);
     }
@@ -336,7 +365,7 @@ static mbk_spatial_vec coriolis(const mt_pos *p, const mbk_spatial_vec *hd,
 static mbk_spatial_vec gyroscopic(const mt_body *b, const mt_pos *p, mbk_vec3 w)
 {
     mbk_spatial_vec f;
-    f.w = mbk_vec3_cross(w, mbk_mat33_mul_vec(p->I_G, w));
+    f.w = mbk_vec3_cross(w, mt_sym3_mul(&p->I_G, w));
     f.v = mbk_vec3_scale(mbk_vec3_cross(w, mbk_vec3_cross(w, p->c_G)), b->mass);
     return f;
 }
@@ -402,74 +431,24 @@ static int small_inverse(double *A, int n, double tol)
 /* Size of the terms that form H^T P H: (max_j sum_k |H_jk|)^2 max_k P_kk
    bounds every |H_i^T P H_j| when P is positive semidefinite. A pivot below
    1e-13 of it is round-off: the body has no inertia along that mobility. */
-static double pivot_tolerance(const mbk_spatial_mat *P, const mbk_spatial_vec *Hb, int nu)
+static double pivot_tolerance(const mt_inertia *P, const mbk_spatial_vec *Hb, int nu)
 {
-    double h = 0.0, p = 0.0;
+    double h = 0.0;
     for (int j = 0; j < nu; ++j) {
         const double *w = &Hb[j].w.x, *v = &Hb[j].v.x;
         double hj = fabs(w[0]) + fabs(w[1]) + fabs(w[2]) + fabs(v[0]) + fabs(v[1]) + fabs(v[2]);
         h = hj > h ? hj : h;
     }
-    for (int k = 0; k < 3; ++k) {
-        p = P->m00.m[k][k] > p ? P->m00.m[k][k] : p;
-        p = P->m11.m[k][k] > p ? P->m11.m[k][k] : p;
-    }
+    double p = fmax(fmax(fmax(P->A.xx, P->A.yy), fmax(P->A.zz, P->D.xx)), fmax(P->D.yy, P->D.zz));
     return 1e-13 * h * h * p;
 }
 
-/* Add to the parent's articulated inertia a symmetric inertia S taken about
-   a point r away (r from the parent's origin to S's point, negated), in place:
-   with K = skew(r) and S = [[A, B], [B^T, D]], the shifted inertia is
-   [[A - K B^T + T K, T], [T^T, D]] where T = B - K D. Only A, B and D are read. */
-static void add_shifted(mbk_spatial_mat *Pp, const mbk_spatial_mat *S, mbk_vec3 r)
-{
-    const double (*A)[3] = S->m00.m, (*B)[3] = S->m01.m, (*D)[3] = S->m11.m;
-    double T[3][3];
-    for (int j = 0; j < 3; ++j) { /* T = B - K D, column by column */
-        mbk_vec3 kd = mbk_vec3_cross(r, mbk_vec3_make(D[0][j], D[1][j], D[2][j]));
-        T[0][j] = B[0][j] - kd.x; T[1][j] = B[1][j] - kd.y; T[2][j] = B[2][j] - kd.z;
-    }
-    for (int i = 0; i < 3; ++i) {
-        /* row i of T K is -(r x T_i); column i of K B^T is r x B_i */
-        mbk_vec3 tk = mbk_vec3_cross(r, mbk_vec3_make(T[i][0], T[i][1], T[i][2]));
-        mbk_vec3 kb = mbk_vec3_cross(r, mbk_vec3_make(B[i][0], B[i][1], B[i][2]));
-        const double tkv[3] = {tk.x, tk.y, tk.z}, kbv[3] = {kb.x, kb.y, kb.z};
-        for (int j = 0; j < 3; ++j) {
-            Pp->m00.m[j][i] -= kbv[j];
-            Pp->m00.m[i][j] += A[i][j] - tkv[j];
-            Pp->m01.m[i][j] += T[i][j];
-            Pp->m10.m[j][i] += T[i][j];
-            Pp->m11.m[i][j] += D[i][j];
-        }
-    }
-}
-
-/* P h through pointers (no 288-byte copies in the inner loop). */
-static mbk_spatial_vec spatial_mul(const mbk_spatial_mat *P, const mbk_spatial_vec *h)
-{
-    mbk_spatial_vec r;
-    r.w = mbk_vec3_add(mbk_mat33_mul_vec(P->m00, h->w), mbk_mat33_mul_vec(P->m01, h->v));
-    r.v = mbk_vec3_add(mbk_mat33_mul_vec(P->m10, h->w), mbk_mat33_mul_vec(P->m11, h->v));
-    return r;
-}
-
-/* Write a body's rigid inertia [[I, m c~], [-m c~, m 1]] into P in place. */
-static void set_rigid(mbk_spatial_mat *P, const mt_body *b, const mt_pos *p)
-{
-    mbk_vec3 mc = mbk_vec3_scale(p->c_G, b->mass);
-    P->m00 = p->I_G;
-    P->m01 = mbk_mat33_skew(mc);
-    P->m10 = mbk_mat33_skew(mbk_vec3_neg(mc));
-    memset(&P->m11, 0, sizeof P->m11);
-    P->m11.m[0][0] = P->m11.m[1][1] = P->m11.m[2][2] = b->mass;
-}
-
 /* One body's D^-1, G and P+ = P - P H D^-1 H^T P for any number of u. */
-static int abi_general(const mbk_spatial_mat *P, const mbk_spatial_vec *Hb, int nu, double *Dinv,
-                       mbk_spatial_vec *G, mbk_spatial_mat *Pplus)
+static int abi_general(const mt_inertia *P, const mbk_spatial_vec *Hb, int nu, double *Dinv,
+                       mbk_spatial_vec *G, mt_inertia *Pplus)
 {
     mbk_spatial_vec PH[MBK_MOBILIZER_MAX_U];
-    for (int j = 0; j < nu; ++j) PH[j] = mbk_spatial_mat_mul_vec(*P, Hb[j]);
+    for (int j = 0; j < nu; ++j) PH[j] = mt_inertia_mul(P, &Hb[j]);
     for (int r = 0; r < nu; ++r)
         for (int j = 0; j < nu; ++j) Dinv[r * nu + j] = mbk_spatial_vec_dot(Hb[r], PH[j]);
     if (nu && !small_inverse(Dinv, nu, pivot_tolerance(P, Hb, nu))) return -1;
@@ -478,28 +457,23 @@ static int abi_general(const mbk_spatial_mat *P, const mbk_spatial_vec *Hb, int 
         mbk_spatial_vec g = mbk_spatial_vec_zero();
         for (int r = 0; r < nu; ++r) g = mbk_spatial_vec_add(g, mbk_spatial_vec_scale(PH[r], Dinv[r * nu + j]));
         G[j] = g;
-        *Pplus = mbk_spatial_mat_sub(*Pplus, mbk_spatial_mat_outer(g, PH[j]));
+        /* one term g_j PH_j^T is not symmetric but their sum is: the upper
+           triangle accumulated term by term is all the symmetric storage needs */
+        mt_inertia_downdate(Pplus, Pplus, &G[j], &PH[j]);
     }
     return 0;
 }
 
 /* The same for one u, the common case: D is a scalar. */
-static int abi_one_dof(const mbk_spatial_mat *P, const mbk_spatial_vec *h, double *Dinv,
-                       mbk_spatial_vec *G, mbk_spatial_mat *Pplus)
+static int abi_one_dof(const mt_inertia *P, const mbk_spatial_vec *h, double *Dinv,
+                       mbk_spatial_vec *G, mt_inertia *Pplus)
 {
-    mbk_spatial_vec PH = spatial_mul(P, h);
+    mbk_spatial_vec PH = mt_inertia_mul(P, h);
     double D = mbk_spatial_vec_dot(*h, PH);
     if (!(D > pivot_tolerance(P, h, 1))) return -1;
     Dinv[0] = 1.0 / D;
     *G = mbk_spatial_vec_scale(PH, Dinv[0]);
-    /* P+ = P - G PH^T; symmetric, so the lower-left block is not needed */
-    const double *gw = &G->w.x, *gv = &G->v.x, *pw = &PH.w.x, *pv = &PH.v.x;
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) {
-            Pplus->m00.m[i][j] = P->m00.m[i][j] - gw[i] * pw[j];
-            Pplus->m01.m[i][j] = P->m01.m[i][j] - gw[i] * pv[j];
-            Pplus->m11.m[i][j] = P->m11.m[i][j] - gv[i] * pv[j];
-        }
+    mt_inertia_downdate(Pplus, P, G, &PH);
     return 0;
 }
 
@@ -510,10 +484,11 @@ int mt_realize_abi(const mbk_matter *m, const mbk_state *s)
     const mt_pos *pos = mt_cache(m, s, C_POS);
     const mbk_spatial_vec *H = mt_cache(m, s, C_H);
     mt_abi abi = mt_abi_of(m, s);
-    for (int i = 1; i < m->nb; ++i) set_rigid(&abi.P[i], &m->bodies[i], &pos[i]);
+    for (int i = 1; i < m->nb; ++i)
+        mt_inertia_set_rigid(&abi.P[i], &pos[i].I_G, m->bodies[i].mass, pos[i].c_G);
     for (int i = m->nb - 1; i >= 1; --i) {
         const mt_body *b = &m->bodies[i];
-        mbk_spatial_mat Pplus;
+        mt_inertia Pplus;
         double *Dinv = abi.Dinv + b->d0;
         mbk_spatial_vec *G = abi.G + b->u0;
         int rc = b->nu == 1 ? abi_one_dof(&abi.P[i], &H[b->u0], Dinv, G, &Pplus)
@@ -522,7 +497,7 @@ int mt_realize_abi(const mbk_matter *m, const mbk_state *s)
             return mbk_set_error(MBK_ESINGULAR, "body %d: articulated inertia is singular along its "
                                  "mobilities; give massless bodies a massive child or add mass", i);
         if (b->parent == 0) continue; /* Ground's articulated inertia is never used */
-        add_shifted(&abi.P[b->parent], &Pplus, mbk_vec3_neg(pos[i].r_PB));
+        mt_inertia_add_shifted(&abi.P[b->parent], &Pplus, pos[i].r_PB);
     }
     mbk_state_mark_cache_realized(s, m->sub, m->cache[C_ABI]);
     return MBK_OK;
@@ -553,7 +528,7 @@ void mt_aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
     for (int i = m->nb - 1; i >= 1; --i) {
         const mt_body *b = &m->bodies[i];
         mbk_spatial_vec zi = z[i];
-        if (vel) zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_add(spatial_mul(&abi.P[i], &vel[i].a_c), vel[i].b));
+        if (vel) zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_add(mt_inertia_mul(&abi.P[i], &vel[i].a_c), vel[i].b));
         if (F) zi = mbk_spatial_vec_sub(zi, F[i]);
         z[i] = zi;
         for (int j = 0; j < b->nu; ++j) {

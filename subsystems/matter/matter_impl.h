@@ -4,13 +4,14 @@
 
 #include "mbk/constraints.h"
 #include "mbk/matter.h"
+#include "mt_inertia.h"
 
 /* Topology data of one body. */
 typedef struct mt_body {
     int parent;            /* parent body index (-1 for Ground) */
     mbk_transform X_PF;    /* F on the parent */
     mbk_transform X_MB;    /* B in M (inverse of the X_BM given) */
-    mbk_mat33 I_B;         /* inertia about B's origin, in B */
+    mt_sym3 I_B;           /* inertia about B's origin, in B */
     double mass;           /* body mass */
     mbk_vec3 com;          /* centre of mass from B's origin, in B */
     mbk_mobilizer mob;     /* the joint */
@@ -18,6 +19,7 @@ typedef struct mt_body {
     int d0;                /* start of its nu x nu block in the D^-1 array */
     char *name;            /* optional name (mbk_matter_set_body_name), owned; NULL if none */
     bool pf_turns, mb_turns; /* X_PF, X_MB rotate (false: pure translations, composed cheaply) */
+    bool pin;              /* built-in Pin: its kinematics are inlined in the sweeps */
 } mt_body;
 
 /* Position-stage results of one body. */
@@ -26,7 +28,7 @@ typedef struct mt_pos {
     mbk_mat33 R_GF;        /* orientation of the mobilizer's F frame in Ground */
     mbk_vec3 r_PB;         /* parent origin to body origin, in G */
     mbk_vec3 p_MB_G;       /* M origin to B origin, in G */
-    mbk_mat33 I_G;         /* inertia about B's origin, in G */
+    mt_sym3 I_G;           /* inertia about B's origin, in G */
     mbk_vec3 c_G;          /* centre of mass from B's origin, in G */
 } mt_pos;
 
@@ -37,11 +39,10 @@ typedef struct mt_vel {
     mbk_spatial_vec b;     /* gyroscopic force (w x I_o w, m w x (w x c)) */
 } mt_vel;
 
-/* Articulated-body results of one body (depend on q only). */
 /* Articulated-body results (depend on q only), one cache blob:
    P per body, then G = P H D^-1 per u, then D^-1 blocks per body. */
 typedef struct mt_abi {
-    mbk_spatial_mat *P;    /* articulated inertia about each body's origin, in G */
+    mt_inertia *P;         /* articulated inertia about each body's origin, in G */
     mbk_spatial_vec *G;    /* one column per u */
     double *Dinv;          /* nu_b x nu_b per body, at bodies[b].d0 */
 } mt_abi;
@@ -127,7 +128,7 @@ static inline mt_abi mt_abi_of(const mbk_matter *m, const mbk_state *s)
 static inline mbk_spatial_vec mt_rigid_mul(const mt_body *b, const mt_pos *p, mbk_spatial_vec V)
 {
     mbk_spatial_vec h;
-    h.w = mbk_vec3_add(mbk_mat33_mul_vec(p->I_G, V.w), mbk_vec3_scale(mbk_vec3_cross(p->c_G, V.v), b->mass));
+    h.w = mbk_vec3_add(mt_sym3_mul(&p->I_G, V.w), mbk_vec3_scale(mbk_vec3_cross(p->c_G, V.v), b->mass));
     h.v = mbk_vec3_scale(mbk_vec3_add(V.v, mbk_vec3_cross(V.w, p->c_G)), b->mass);
     return h;
 }
@@ -136,7 +137,7 @@ static inline mbk_spatial_vec mt_rigid_mul(const mt_body *b, const mt_pos *p, mb
 static inline mbk_spatial_mat mt_rigid_mat(const mt_body *b, const mt_pos *p)
 {
     mbk_mat33 mc = mbk_mat33_skew(mbk_vec3_scale(p->c_G, b->mass));
-    return mbk_spatial_mat_make(p->I_G, mc, mbk_mat33_scale(mc, -1.0),
+    return mbk_spatial_mat_make(mt_sym3_full(&p->I_G), mc, mbk_mat33_scale(mc, -1.0),
                                 mbk_mat33_diag(b->mass, b->mass, b->mass));
 }
 
@@ -166,6 +167,9 @@ int mt_constraints_project_error(const mbk_matter *m, const mbk_state *s, double
 void mt_accel_kinematics(const mbk_matter *m, const mbk_state *s, const double *udot, mbk_spatial_vec *A);
 /* Free the constraints. */
 void mt_constraints_destroy(mbk_matter *m);
+
+/* Whether a mobilizer is the built-in Pin (rotation about F's z, q = angle). */
+bool mt_mobilizer_is_pin(const mbk_mobilizer *mob);
 
 /* Add a matter subsystem to sys; returns its index. */
 int mt_add_matter(mbk_system *sys);

@@ -284,7 +284,7 @@ int mbk_matter_get_body_mass_props(const mbk_matter *m, int body, mbk_mass_props
     int rc = mt_need_body(m, body, fn);
     if (rc < 0) return rc;
     const mt_body *b = &m->bodies[body];
-    mbk_mat33 I_o = b->I_B;
+    mbk_mat33 I_o = mt_sym3_full(&b->I_B);
     *mp = mbk_mass_props_from_origin(b->mass, b->com, I_o);
     return MBK_OK;
 }

@@ -5,6 +5,7 @@
 
 #include "mbk/mobilizer.h"
 #include "mbk/status.h"
+#include "matter_impl.h"
 #include "mobilizer_util.h"
 
 /* ---- rotations held as quaternions or body-fixed XYZ angles ------------ */
@@ -345,6 +346,8 @@ mbk_mobilizer mbk_mobilizer_slider(void) { return builtin(&slider_ops); }
 mbk_mobilizer mbk_mobilizer_translation(void) { return builtin(&translation_ops); }
 mbk_mobilizer mbk_mobilizer_ball(void) { return builtin(&ball_ops); }
 mbk_mobilizer mbk_mobilizer_free(void) { return builtin(&free_ops); }
+
+bool mt_mobilizer_is_pin(const mbk_mobilizer *mob) { return mob->ops == &pin_ops; }
 
 mbk_mobilizer mbk_mobilizer_custom(const mbk_mobilizer_ops *ops, void *impl)
 {

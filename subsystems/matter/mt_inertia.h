@@ -1,0 +1,160 @@
+/* Symmetric inertias stored by their unique entries, and the kernels the
+ * O(n) sweeps run on them. Private to the matter subsystem.
+ *
+ * A spatial inertia about a point is the symmetric 6x6 [[A, B], [B^T, D]]
+ * acting on (angular, linear) motion: 6 + 9 + 6 = 21 numbers instead of 36.
+ * Rigid, articulated and composite inertias all have this form, so the
+ * articulated-body and composite-rigid-body passes share these kernels. */
+#ifndef MBK_MT_INERTIA_H
+#define MBK_MT_INERTIA_H
+
+#include "mbk/spatial.h"
+
+/* Symmetric 3x3 matrix. */
+typedef struct mt_sym3 {
+    double xx, yy, zz; /* diagonal */
+    double xy, xz, yz; /* off-diagonal (each stands for both halves) */
+} mt_sym3;
+
+/* Symmetric spatial inertia [[A, B], [B^T, D]] about a point, all in one frame. */
+typedef struct mt_inertia {
+    mt_sym3 A;   /* angular-angular block */
+    mbk_mat33 B; /* angular-linear block (the linear-angular block is its transpose) */
+    mt_sym3 D;   /* linear-linear block */
+} mt_inertia;
+
+/* The unique entries of a 3x3 matrix taken as symmetric (upper triangle). */
+static inline mt_sym3 mt_sym3_of(const mbk_mat33 *S)
+{
+    mt_sym3 r = {S->m[0][0], S->m[1][1], S->m[2][2], S->m[0][1], S->m[0][2], S->m[1][2]};
+    return r;
+}
+
+/* The full 3x3 matrix. */
+static inline mbk_mat33 mt_sym3_full(const mt_sym3 *S)
+{
+    mbk_mat33 r = {{{S->xx, S->xy, S->xz}, {S->xy, S->yy, S->yz}, {S->xz, S->yz, S->zz}}};
+    return r;
+}
+
+/* S v */
+static inline mbk_vec3 mt_sym3_mul(const mt_sym3 *S, mbk_vec3 v)
+{
+    return mbk_vec3_make(S->xx * v.x + S->xy * v.y + S->xz * v.z,
+                         S->xy * v.x + S->yy * v.y + S->yz * v.z,
+                         S->xz * v.x + S->yz * v.y + S->zz * v.z);
+}
+
+/* R S R^T: M = R S once, then only the six unique entries of M R^T. */
+static inline mt_sym3 mt_sym3_rotate(const mbk_mat33 *R, const mt_sym3 *S)
+{
+    double M[3][3];
+    for (int i = 0; i < 3; ++i) {
+        const double *r = R->m[i];
+        M[i][0] = r[0] * S->xx + r[1] * S->xy + r[2] * S->xz;
+        M[i][1] = r[0] * S->xy + r[1] * S->yy + r[2] * S->yz;
+        M[i][2] = r[0] * S->xz + r[1] * S->yz + r[2] * S->zz;
+    }
+#define MT_ROW_DOT(i, j) (M[i][0] * R->m[j][0] + M[i][1] * R->m[j][1] + M[i][2] * R->m[j][2])
+    mt_sym3 out = {MT_ROW_DOT(0, 0), MT_ROW_DOT(1, 1), MT_ROW_DOT(2, 2),
+                   MT_ROW_DOT(0, 1), MT_ROW_DOT(0, 2), MT_ROW_DOT(1, 2)};
+#undef MT_ROW_DOT
+    return out;
+}
+
+/* P V = (A w + B v, B^T w + D v), through a pointer: no 168-byte copies. */
+static inline mbk_spatial_vec mt_inertia_mul(const mt_inertia *P, const mbk_spatial_vec *V)
+{
+    const double(*B)[3] = P->B.m;
+    mbk_vec3 w = V->w, v = V->v;
+    mbk_spatial_vec r;
+    r.w = mbk_vec3_add(mt_sym3_mul(&P->A, w),
+                       mbk_vec3_make(B[0][0] * v.x + B[0][1] * v.y + B[0][2] * v.z,
+                                     B[1][0] * v.x + B[1][1] * v.y + B[1][2] * v.z,
+                                     B[2][0] * v.x + B[2][1] * v.y + B[2][2] * v.z));
+    r.v = mbk_vec3_add(mt_sym3_mul(&P->D, v),
+                       mbk_vec3_make(B[0][0] * w.x + B[1][0] * w.y + B[2][0] * w.z,
+                                     B[0][1] * w.x + B[1][1] * w.y + B[2][1] * w.z,
+                                     B[0][2] * w.x + B[1][2] * w.y + B[2][2] * w.z));
+    return r;
+}
+
+/* A rigid body's inertia about its origin: [[I, m c~], [-m c~, m 1]] with c the
+   centre of mass from the origin; I is about the origin too. */
+static inline void mt_inertia_set_rigid(mt_inertia *P, const mt_sym3 *I, double mass, mbk_vec3 c)
+{
+    mbk_vec3 mc = mbk_vec3_scale(c, mass);
+    P->A = *I;
+    P->B.m[0][0] = 0.0;   P->B.m[0][1] = -mc.z; P->B.m[0][2] = mc.y;
+    P->B.m[1][0] = mc.z;  P->B.m[1][1] = 0.0;   P->B.m[1][2] = -mc.x;
+    P->B.m[2][0] = -mc.y; P->B.m[2][1] = mc.x;  P->B.m[2][2] = 0.0;
+    P->D.xx = P->D.yy = P->D.zz = mass;
+    P->D.xy = P->D.xz = P->D.yz = 0.0;
+}
+
+/* P+ = P - g h^T with g = h / d, the articulated inertia a one-dof joint passes
+   on (symmetric because g and h are parallel). */
+static inline void mt_inertia_downdate(mt_inertia *Pplus, const mt_inertia *P, const mbk_spatial_vec *g,
+                                       const mbk_spatial_vec *h)
+{
+    const double gw[3] = {g->w.x, g->w.y, g->w.z}, gv[3] = {g->v.x, g->v.y, g->v.z};
+    const double hw[3] = {h->w.x, h->w.y, h->w.z}, hv[3] = {h->v.x, h->v.y, h->v.z};
+    Pplus->A.xx = P->A.xx - gw[0] * hw[0];
+    Pplus->A.yy = P->A.yy - gw[1] * hw[1];
+    Pplus->A.zz = P->A.zz - gw[2] * hw[2];
+    Pplus->A.xy = P->A.xy - gw[0] * hw[1];
+    Pplus->A.xz = P->A.xz - gw[0] * hw[2];
+    Pplus->A.yz = P->A.yz - gw[1] * hw[2];
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) Pplus->B.m[i][j] = P->B.m[i][j] - gw[i] * hv[j];
+    Pplus->D.xx = P->D.xx - gv[0] * hv[0];
+    Pplus->D.yy = P->D.yy - gv[1] * hv[1];
+    Pplus->D.zz = P->D.zz - gv[2] * hv[2];
+    Pplus->D.xy = P->D.xy - gv[0] * hv[1];
+    Pplus->D.xz = P->D.xz - gv[0] * hv[2];
+    Pplus->D.yz = P->D.yz - gv[1] * hv[2];
+}
+
+/* Pp += S taken from a child's origin to its parent's, r = r_PB from the
+   parent's origin to the child's. With r~ = skew(r) and T = B + r~ D the
+   shifted inertia is [[A + r~ B^T - T r~, T], [T^T, D]]; entry (i, j) of the
+   angular block is A_ij + (r x B_j)_i + (r x T_i)_j with B_j, T_i rows. */
+static inline void mt_inertia_add_shifted(mt_inertia *Pp, const mt_inertia *S, mbk_vec3 r)
+{
+    const double(*B)[3] = S->B.m;
+    const mbk_mat33 D = mt_sym3_full(&S->D);
+    double T[3][3], rb[3][3], rt[3][3];
+    for (int j = 0; j < 3; ++j) { /* column j of r~ D */
+        mbk_vec3 kd = mbk_vec3_cross(r, mbk_vec3_make(D.m[0][j], D.m[1][j], D.m[2][j]));
+        T[0][j] = B[0][j] + kd.x; T[1][j] = B[1][j] + kd.y; T[2][j] = B[2][j] + kd.z;
+    }
+    for (int i = 0; i < 3; ++i) {
+        mbk_vec3 a = mbk_vec3_cross(r, mbk_vec3_make(B[i][0], B[i][1], B[i][2]));
+        mbk_vec3 b = mbk_vec3_cross(r, mbk_vec3_make(T[i][0], T[i][1], T[i][2]));
+        rb[i][0] = a.x; rb[i][1] = a.y; rb[i][2] = a.z; /* rb[j][i] = (r x B_j)_i */
+        rt[i][0] = b.x; rt[i][1] = b.y; rt[i][2] = b.z; /* rt[i][j] = (r x T_i)_j */
+    }
+    Pp->A.xx += S->A.xx + rb[0][0] + rt[0][0];
+    Pp->A.yy += S->A.yy + rb[1][1] + rt[1][1];
+    Pp->A.zz += S->A.zz + rb[2][2] + rt[2][2];
+    Pp->A.xy += S->A.xy + rb[1][0] + rt[0][1];
+    Pp->A.xz += S->A.xz + rb[2][0] + rt[0][2];
+    Pp->A.yz += S->A.yz + rb[2][1] + rt[1][2];
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) Pp->B.m[i][j] += T[i][j];
+    Pp->D.xx += S->D.xx; Pp->D.yy += S->D.yy; Pp->D.zz += S->D.zz;
+    Pp->D.xy += S->D.xy; Pp->D.xz += S->D.xz; Pp->D.yz += S->D.yz;
+}
+
+/* The full 6x6 (for callers that need mbk_spatial_mat). */
+static inline mbk_spatial_mat mt_inertia_full(const mt_inertia *P)
+{
+    mbk_spatial_mat M;
+    M.m00 = mt_sym3_full(&P->A);
+    M.m01 = P->B;
+    M.m10 = mbk_mat33_transpose(P->B);
+    M.m11 = mt_sym3_full(&P->D);
+    return M;
+}
+
+#endif
