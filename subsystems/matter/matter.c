@@ -142,6 +142,7 @@ static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF
     b->nu = mobilizer.ops->nu;
     b->u0 = m->nu;
     b->d0 = m->nd;
+    b->run0 = parent > 0 && parent == m->nb - 1 ? m->bodies[parent].run0 : m->nb;
     m->nu += b->nu;
     m->nd += b->nu * b->nu;
     return m->nb++;
@@ -209,7 +210,9 @@ static int mt_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         [C_ACC] = {MBK_STAGE_ACCELERATION, MBK_STAGE_ACCELERATION, 2 * (size_t)m->nb * sizeof(mbk_spatial_vec)},
         /* work space of the operators: never valid, only written and read within one call */
         [C_SCRATCH] = {MBK_STAGE_TOPOLOGY, MBK_STAGE_INFINITY, 2 * (size_t)m->nb * sizeof(mbk_spatial_vec)},
-        [C_SCRATCH_MAT] = {MBK_STAGE_TOPOLOGY, MBK_STAGE_INFINITY, (size_t)m->nb * sizeof(mbk_spatial_mat)},
+        /* composite inertias and H about Ground's origin (mass matrix) */
+        [C_SCRATCH_MAT] = {MBK_STAGE_TOPOLOGY, MBK_STAGE_INFINITY, (size_t)m->nb * sizeof(mt_inertia) +
+                           (size_t)(m->nu + 1) * sizeof(mbk_spatial_vec)},
     };
     for (int i = 0; i < C_CSLOTS; ++i) {
         mbk_value_type t = mbk_value_bytes(spec[i].bytes, 64);
@@ -439,7 +442,9 @@ static double pivot_tolerance(const mt_inertia *P, const mbk_spatial_vec *Hb, in
         double hj = fabs(w[0]) + fabs(w[1]) + fabs(w[2]) + fabs(v[0]) + fabs(v[1]) + fabs(v[2]);
         h = hj > h ? hj : h;
     }
-    double p = fmax(fmax(fmax(P->A.xx, P->A.yy), fmax(P->A.zz, P->D.xx)), fmax(P->D.yy, P->D.zz));
+    const double d[6] = {P->A.xx, P->A.yy, P->A.zz, P->D.xx, P->D.yy, P->D.zz};
+    double p = 0.0;
+    for (int k = 0; k < 6; ++k) p = d[k] > p ? d[k] : p;
     return 1e-13 * h * h * p;
 }
 
@@ -513,7 +518,8 @@ static int mt_dynamics(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 }
 
 /* The articulated-body sweeps: udot from mobility forces tau, body forces F
-   and (when with_velocity) the velocity terms. A and z are scratch arrays. */
+   and (when with_velocity) the velocity terms. A and z are scratch arrays.
+   One-u bodies take a scalar path: no per-u loops or small copies. */
 void mt_aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
                       const mbk_spatial_vec *F, bool with_velocity, mbk_spatial_vec *A,
                       mbk_spatial_vec *z, double *udot)
@@ -522,36 +528,43 @@ void mt_aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
     const mt_vel *vel = with_velocity ? mt_cache(m, s, C_VEL) : NULL;
     const mbk_spatial_vec *H = mt_cache(m, s, C_H);
     const mt_abi abi = mt_abi_of(m, s);
-    double eps[MBK_MOBILIZER_MAX_U * 1];
-    for (int i = 0; i < m->nb; ++i) z[i] = mbk_spatial_vec_zero();
-    /* tip to base: articulated bias forces */
+    memset(z, 0, (size_t)m->nb * sizeof *z);
+    /* tip to base: articulated bias forces; udot holds eps = tau - H^T z meanwhile */
     for (int i = m->nb - 1; i >= 1; --i) {
         const mt_body *b = &m->bodies[i];
+        const mbk_spatial_vec *Hb = H + b->u0, *Gb = abi.G + b->u0;
         mbk_spatial_vec zi = z[i];
         if (vel) zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_add(mt_inertia_mul(&abi.P[i], &vel[i].a_c), vel[i].b));
         if (F) zi = mbk_spatial_vec_sub(zi, F[i]);
-        z[i] = zi;
         for (int j = 0; j < b->nu; ++j) {
-            eps[j] = (tau ? tau[b->u0 + j] : 0.0) - mbk_spatial_vec_dot(H[b->u0 + j], zi);
-            zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_scale(abi.G[b->u0 + j], eps[j]));
+            double eps = (tau ? tau[b->u0 + j] : 0.0) - mbk_spatial_vec_dot(Hb[j], zi);
+            udot[b->u0 + j] = eps;
+            zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_scale(Gb[j], eps));
         }
-        z[b->parent] = mbk_spatial_vec_add(z[b->parent], mbk_spatial_shift_force(zi, mbk_vec3_neg(pos[i].r_PB)));
-        /* keep eps for the forward sweep in udot (overwritten there) */
-        for (int j = 0; j < b->nu; ++j) udot[b->u0 + j] = eps[j];
+        mbk_spatial_vec *zp = &z[b->parent];
+        *zp = mbk_spatial_vec_add(*zp, mbk_spatial_shift_force(zi, mbk_vec3_neg(pos[i].r_PB)));
     }
     /* base to tip: accelerations */
     A[0] = mbk_spatial_vec_zero();
     for (int i = 1; i < m->nb; ++i) {
         const mt_body *b = &m->bodies[i];
+        const mbk_spatial_vec *Hb = H + b->u0, *Gb = abi.G + b->u0;
+        const double *Dinv = abi.Dinv + b->d0;
+        double *ud = udot + b->u0;
         mbk_spatial_vec Ap = mbk_spatial_shift_motion(A[b->parent], pos[i].r_PB);
         mbk_spatial_vec Ai = vel ? mbk_spatial_vec_add(Ap, vel[i].a_c) : Ap;
+        if (b->nu == 1) {
+            ud[0] = Dinv[0] * ud[0] - mbk_spatial_vec_dot(Gb[0], Ap);
+            A[i] = mbk_spatial_vec_add(Ai, mbk_spatial_vec_scale(Hb[0], ud[0]));
+            continue;
+        }
         double e[MBK_MOBILIZER_MAX_U];
-        copy_small(e, udot + b->u0, b->nu);
+        for (int j = 0; j < b->nu; ++j) e[j] = ud[j];
         for (int r = 0; r < b->nu; ++r) {
-            double x = -mbk_spatial_vec_dot(abi.G[b->u0 + r], Ap);
-            for (int j = 0; j < b->nu; ++j) x += abi.Dinv[b->d0 + r * b->nu + j] * e[j];
-            udot[b->u0 + r] = x;
-            Ai = mbk_spatial_vec_add(Ai, mbk_spatial_vec_scale(H[b->u0 + r], x));
+            double x = -mbk_spatial_vec_dot(Gb[r], Ap);
+            for (int j = 0; j < b->nu; ++j) x += Dinv[r * b->nu + j] * e[j];
+            ud[r] = x;
+            Ai = mbk_spatial_vec_add(Ai, mbk_spatial_vec_scale(Hb[r], x));
         }
         A[i] = Ai;
     }

@@ -17,6 +17,8 @@ typedef struct mt_body {
     mbk_mobilizer mob;     /* the joint */
     int nu, u0;            /* u count and start (independent of the Euler choice) */
     int d0;                /* start of its nu x nu block in the D^-1 array */
+    int run0;              /* first body of the unbranched run ending here: each of
+                              bodies run0+1..this has the one before as parent */
     char *name;            /* optional name (mbk_matter_set_body_name), owned; NULL if none */
     bool pf_turns, mb_turns; /* X_PF, X_MB rotate (false: pure translations, composed cheaply) */
     bool pin;              /* built-in Pin: its kinematics are inlined in the sweeps */

@@ -56,8 +56,41 @@ int mbk_matter_multiply_by_M_inverse(const mbk_matter *m, const mbk_state *s, co
     return MBK_OK;
 }
 
+/* A motion (w, v at the point p) taken to Ground's origin: (w, v - w x p). */
+static inline mbk_spatial_vec motion_to_origin(const mbk_spatial_vec *V, mbk_vec3 p)
+{
+    return mbk_spatial_vec_make(V->w, mbk_vec3_sub(V->v, mbk_vec3_cross(V->w, p)));
+}
+
+/* A force (moment about the point p, f) taken to Ground's origin: (n + p x f, f). */
+static inline mbk_spatial_vec force_to_origin(const mbk_spatial_vec *F, mbk_vec3 p)
+{
+    return mbk_spatial_vec_make(mbk_vec3_add(F->w, mbk_vec3_cross(p, F->v)), F->v);
+}
+
+/* Row col of M left of the body's own block, and its mirror in column col:
+   H^T F for every ancestor's u, zeros for the u of other branches. Ancestors
+   come in unbranched runs whose u are contiguous, so the walk is a few dense
+   loops, not a chase through parent indices. */
+static void mass_row_ancestors(const mbk_matter *m, const mt_body *b, const mbk_spatial_vec *HO,
+                               const mbk_spatial_vec *F_O, double *M, int col, int n)
+{
+    double *row = M + (size_t)col * (size_t)n;
+    int hi = b->u0; /* columns hi.. are written */
+    for (int k = b->parent; k > 0; k = m->bodies[m->bodies[k].run0].parent) {
+        int lo = m->bodies[m->bodies[k].run0].u0, top = m->bodies[k].u0 + m->bodies[k].nu;
+        if (top < hi) memset(row + top, 0, (size_t)(hi - top) * sizeof *row);
+        for (int u = lo; u < top; ++u) row[u] = mbk_spatial_vec_dot(HO[u], *F_O);
+        for (int u = lo; u < top; ++u) M[(size_t)u * (size_t)n + (size_t)col] = row[u];
+        hi = lo;
+    }
+    if (hi > 0) memset(row, 0, (size_t)hi * sizeof *row);
+}
+
 /* Composite-rigid-body algorithm: composite inertias tip to base, then each
-   body's H columns times its composite inertia, carried up to every ancestor. */
+   body's H columns times its composite inertia, carried up to every ancestor.
+   The force and the ancestors' H are taken about Ground's origin, where the
+   power H^T F needs no shifting, so each entry costs one 6-vector dot product. */
 int mbk_matter_calc_mass_matrix(const mbk_matter *m, const mbk_state *s, double *M)
 {
     int rc = mt_need(m, s, MBK_STAGE_POSITION, "mbk_matter_calc_mass_matrix");
@@ -65,33 +98,33 @@ int mbk_matter_calc_mass_matrix(const mbk_matter *m, const mbk_state *s, double 
     if (!M) return mbk_set_error(MBK_EINVAL, "mbk_matter_calc_mass_matrix: M is NULL");
     const mt_pos *pos = mt_cache(m, s, C_POS);
     const mbk_spatial_vec *H = mt_cache(m, s, C_H);
-    mbk_spatial_mat *Ic = mt_cache(m, s, C_SCRATCH_MAT);
+    mt_inertia *Ic = mt_cache(m, s, C_SCRATCH_MAT);
+    mbk_spatial_vec *HO = (mbk_spatial_vec *)(Ic + m->nb);
     int n = m->nu;
-    /* Entries between bodies on different branches stay zero. */
-    memset(M, 0, (size_t)n * (size_t)n * sizeof(double));
-    Ic[0] = mbk_spatial_mat_zero();
-    for (int i = 1; i < m->nb; ++i) Ic[i] = mt_rigid_mat(&m->bodies[i], &pos[i]);
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_body *b = &m->bodies[i];
+        mt_inertia_set_rigid(&Ic[i], &pos[i].I_G, b->mass, pos[i].c_G);
+        for (int j = 0; j < b->nu; ++j) HO[b->u0 + j] = motion_to_origin(&H[b->u0 + j], pos[i].X_GB.p);
+    }
     for (int i = m->nb - 1; i >= 1; --i) {
         int p = m->bodies[i].parent;
-        if (p > 0)
-            Ic[p] = mbk_spatial_mat_add(Ic[p], mbk_spatial_inertia_shift(Ic[i], mbk_vec3_neg(pos[i].r_PB)));
+        if (p > 0) mt_inertia_add_shifted(&Ic[p], &Ic[i], pos[i].r_PB);
     }
+    /* Row by row in u order: a row's right part is zeroed before later rows
+       write their mirrored entries into it. */
     for (int i = 1; i < m->nb; ++i) {
         const mt_body *b = &m->bodies[i];
         for (int j = 0; j < b->nu; ++j) {
             int col = b->u0 + j;
-            mbk_spatial_vec F = mbk_spatial_mat_mul_vec(Ic[i], H[col]);
-            for (int r = 0; r < b->nu; ++r) M[(b->u0 + r) * n + col] = mbk_spatial_vec_dot(H[b->u0 + r], F);
-            /* F is the force body i's subtree needs; each ancestor's u feel it. */
-            for (int k = i; m->bodies[k].parent > 0; k = m->bodies[k].parent) {
-                F = mbk_spatial_shift_force(F, mbk_vec3_neg(pos[k].r_PB));
-                const mt_body *a = &m->bodies[m->bodies[k].parent];
-                for (int r = 0; r < a->nu; ++r) {
-                    double v = mbk_spatial_vec_dot(H[a->u0 + r], F);
-                    M[(a->u0 + r) * n + col] = v;
-                    M[col * n + a->u0 + r] = v;
-                }
+            double *row = M + (size_t)col * (size_t)n;
+            memset(row + col + 1, 0, (size_t)(n - col - 1) * sizeof *row);
+            mbk_spatial_vec F = mt_inertia_mul(&Ic[i], &H[col]);
+            for (int r = 0; r <= j; ++r) {
+                row[b->u0 + r] = mbk_spatial_vec_dot(H[b->u0 + r], F);
+                M[(size_t)(b->u0 + r) * (size_t)n + (size_t)col] = row[b->u0 + r];
             }
+            mbk_spatial_vec F_O = force_to_origin(&F, pos[i].X_GB.p);
+            mass_row_ancestors(m, b, HO, &F_O, M, col, n);
         }
     }
     return MBK_OK;
