@@ -398,7 +398,8 @@ static int mt_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         if (b->mob.ops->calc_Hdot_u) b->mob.ops->calc_Hdot_u(b->mob.impl, euler, qb, u + b->u0, &hd);
         v->a_c = coriolis(&pos[i], b->mob.ops->calc_Hdot_u ? &hd : NULL, Vp, &Vr);
         v->b = gyroscopic(b, &pos[i], v->V_GB.w);
-        if (b->mob.ops->calc_qdot) b->mob.ops->calc_qdot(b->mob.impl, euler, qb, u + b->u0, qdot + lay[2 * i]);
+        if (b->pin) qdot[lay[2 * i]] = u[b->u0];
+        else if (b->mob.ops->calc_qdot) b->mob.ops->calc_qdot(b->mob.impl, euler, qb, u + b->u0, qdot + lay[2 * i]);
         else copy_small(qdot + lay[2 * i], u + b->u0, b->nu);
     }
     return m->ncons ? mt_constraints_velocity(m, s) : 0;
