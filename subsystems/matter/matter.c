@@ -134,6 +134,7 @@ static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF
     mbk_mat33 I_B = mbk_mass_props_inertia_about_origin(*body);
     b->I_B = mt_sym3_of(&I_B);
     b->pin = mt_mobilizer_is_pin(&mobilizer);
+    b->spin = b->pin && b->X_MB.p.x == 0.0 && b->X_MB.p.y == 0.0 && b->X_MB.p.z == 0.0;
     b->pf_turns = !is_identity_rotation(&X_PF->R);
     b->mb_turns = !is_identity_rotation(&b->X_MB.R);
     b->mass = body->mass;
@@ -279,7 +280,7 @@ static inline mbk_mat33 turn_about_z(const mbk_mat33 *R, double c, double sn)
 }
 
 /* X_GM of a body from X_GF and its mobilizer; writes the normalized q and,
-   when H is not NULL, H_FM. A Pin is inlined: it is most joints of most models. */
+   except for a Pin, H_FM. A Pin is inlined: it is most joints of most models. */
 static mbk_transform mobilizer_pose(const mt_body *b, bool euler, const mbk_transform *X_GF,
                                     const double *q, double *qn, int nq, mbk_spatial_vec *H)
 {
@@ -288,8 +289,7 @@ static mbk_transform mobilizer_pose(const mt_body *b, bool euler, const mbk_tran
         qn[0] = q[0];
         X_GM.R = turn_about_z(&X_GF->R, cos(q[0]), sin(q[0]));
         X_GM.p = X_GF->p;
-        if (H) *H = mbk_spatial_vec_make(mbk_vec3_make(0, 0, 1), mbk_vec3_zero());
-        return X_GM;
+        return X_GM; /* H is set in G by the caller */
     }
     const mbk_mobilizer_ops *o = b->mob.ops;
     copy_small(qn, q, nq);
@@ -327,9 +327,14 @@ static int mt_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         p->p_MB_G = mbk_vec3_sub(p->X_GB.p, X_GM.p);
         p->c_G = mbk_mat33_mul_vec(p->X_GB.R, b->com);
         p->I_G = mt_sym3_rotate(&p->X_GB.R, &b->I_B);
-        /* H in G, then from M's origin to B's */
-        for (int j = 0; j < b->nu; ++j)
-            Hb[j] = mbk_spatial_shift_motion(mbk_spatial_rotate(p->R_GF, Hb[j]), p->p_MB_G);
+        /* H in G, then from M's origin to B's; a Pin's is F's z axis */
+        if (b->pin) {
+            mbk_vec3 z = mbk_mat33_column(p->R_GF, 2);
+            Hb[0] = mbk_spatial_vec_make(z, b->spin ? mbk_vec3_zero() : mbk_vec3_cross(z, p->p_MB_G));
+        } else {
+            for (int j = 0; j < b->nu; ++j)
+                Hb[j] = mbk_spatial_shift_motion(mbk_spatial_rotate(p->R_GF, Hb[j]), p->p_MB_G);
+        }
     }
     return m->ncons ? mt_constraints_position(m, s) : 0;
 }
@@ -348,6 +353,7 @@ static mbk_spatial_vec coriolis(const mt_pos *p, const mbk_spatial_vec *hd,
                                 const mbk_spatial_vec *V_GP, const mbk_spatial_vec *V_rel)
 {
     mbk_vec3 w = V_GP->w, wr = V_rel->w;
+    mbk_spatial_vec a;
     /* d/dt (taken in F) of H u shifted from M's origin to B's, in G. */
     mbk_vec3 hd_w = mbk_vec3_zero(), hd_v = mbk_vec3_cross(wr, mbk_vec3_cross(wr, p->p_MB_G));
     if (hd) {
@@ -355,12 +361,17 @@ static mbk_spatial_vec coriolis(const mt_pos *p, const mbk_spatial_vec *hd,
         hd_v = mbk_vec3_add(hd_v, mbk_vec3_add(mbk_mat33_mul_vec(p->R_GF, hd->v),
                                                mbk_vec3_cross(hd_w, p->p_MB_G)));
     }
-    mbk_spatial_vec a;
     a.w = mbk_vec3_add(mbk_vec3_cross(w, wr), hd_w);
     a.v = mbk_vec3_add(mbk_vec3_add(mbk_vec3_cross(w, mbk_vec3_cross(w, p->r_PB)),
                                     mbk_vec3_scale(mbk_vec3_cross(w, V_rel->v), 2.0)),
                        hd_v);
     return a;
+}
+
+/* The same for a spin (H = (axis, 0), constant in F): no M-to-B offset, no HDot. */
+static mbk_spatial_vec coriolis_spin(const mt_pos *p, mbk_vec3 w, mbk_vec3 wr)
+{
+    return mbk_spatial_vec_make(mbk_vec3_cross(w, wr), mbk_vec3_cross(w, mbk_vec3_cross(w, p->r_PB)));
 }
 
 /* Velocity-product force with classical accelerations of the body origin:
@@ -390,13 +401,15 @@ static int mt_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     for (int i = 1; i < m->nb; ++i) {
         const mt_body *b = &m->bodies[i];
         const mbk_spatial_vec *Vp = &vel[b->parent].V_GB;
-        mbk_spatial_vec Vr = rel_velocity(H + b->u0, u + b->u0, b->nu);
+        mbk_spatial_vec Vr = b->spin ? mbk_spatial_vec_make(mbk_vec3_scale(H[b->u0].w, u[b->u0]), mbk_vec3_zero())
+                                     : rel_velocity(H + b->u0, u + b->u0, b->nu);
         mt_vel *v = &vel[i];
         v->V_GB = mbk_spatial_vec_add(mbk_spatial_shift_motion(*Vp, pos[i].r_PB), Vr);
         const double *qb = qn + lay[2 * i];
         mbk_spatial_vec hd;
         if (b->mob.ops->calc_Hdot_u) b->mob.ops->calc_Hdot_u(b->mob.impl, euler, qb, u + b->u0, &hd);
-        v->a_c = coriolis(&pos[i], b->mob.ops->calc_Hdot_u ? &hd : NULL, Vp, &Vr);
+        v->a_c = b->spin ? coriolis_spin(&pos[i], Vp->w, Vr.w)
+                         : coriolis(&pos[i], b->mob.ops->calc_Hdot_u ? &hd : NULL, Vp, &Vr);
         v->b = gyroscopic(b, &pos[i], v->V_GB.w);
         if (b->pin) qdot[lay[2 * i]] = u[b->u0];
         else if (b->mob.ops->calc_qdot) b->mob.ops->calc_qdot(b->mob.impl, euler, qb, u + b->u0, qdot + lay[2 * i]);
@@ -483,6 +496,25 @@ static int abi_one_dof(const mt_inertia *P, const mbk_spatial_vec *h, double *Di
     return 0;
 }
 
+/* The same for a spin, H = (a, 0): P H = (A a, B^T a) and D = a . A a. */
+static int abi_spin(const mt_inertia *P, const mbk_spatial_vec *h, double *Dinv,
+                    mbk_spatial_vec *G, mt_inertia *Pplus)
+{
+    mbk_vec3 a = h->w;
+    const double(*B)[3] = P->B.m;
+    mbk_spatial_vec PH;
+    PH.w = mt_sym3_mul(&P->A, a);
+    PH.v = mbk_vec3_make(B[0][0] * a.x + B[1][0] * a.y + B[2][0] * a.z,
+                         B[0][1] * a.x + B[1][1] * a.y + B[2][1] * a.z,
+                         B[0][2] * a.x + B[1][2] * a.y + B[2][2] * a.z);
+    double D = mbk_vec3_dot(a, PH.w);
+    if (!(D > pivot_tolerance(P, h, 1))) return -1;
+    Dinv[0] = 1.0 / D;
+    *G = mbk_spatial_vec_scale(PH, Dinv[0]);
+    mt_inertia_downdate(Pplus, P, G, &PH);
+    return 0;
+}
+
 /* Articulated-body inertias, tip to base; computed once per Position realization. */
 int mt_realize_abi(const mbk_matter *m, const mbk_state *s)
 {
@@ -497,8 +529,9 @@ int mt_realize_abi(const mbk_matter *m, const mbk_state *s)
         mt_inertia Pplus;
         double *Dinv = abi.Dinv + b->d0;
         mbk_spatial_vec *G = abi.G + b->u0;
-        int rc = b->nu == 1 ? abi_one_dof(&abi.P[i], &H[b->u0], Dinv, G, &Pplus)
-                            : abi_general(&abi.P[i], H + b->u0, b->nu, Dinv, G, &Pplus);
+        int rc = b->spin      ? abi_spin(&abi.P[i], &H[b->u0], Dinv, G, &Pplus)
+                 : b->nu == 1 ? abi_one_dof(&abi.P[i], &H[b->u0], Dinv, G, &Pplus)
+                              : abi_general(&abi.P[i], H + b->u0, b->nu, Dinv, G, &Pplus);
         if (rc < 0)
             return mbk_set_error(MBK_ESINGULAR, "body %d: articulated inertia is singular along its "
                                  "mobilities; give massless bodies a massive child or add mass", i);
@@ -537,7 +570,11 @@ void mt_aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
         mbk_spatial_vec zi = z[i];
         if (vel) zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_add(mt_inertia_mul(&abi.P[i], &vel[i].a_c), vel[i].b));
         if (F) zi = mbk_spatial_vec_sub(zi, F[i]);
-        for (int j = 0; j < b->nu; ++j) {
+        if (b->spin) { /* H = (a, 0): H^T z is a . z_w */
+            double eps = (tau ? tau[b->u0] : 0.0) - mbk_vec3_dot(Hb[0].w, zi.w);
+            udot[b->u0] = eps;
+            zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_scale(Gb[0], eps));
+        } else for (int j = 0; j < b->nu; ++j) {
             double eps = (tau ? tau[b->u0 + j] : 0.0) - mbk_spatial_vec_dot(Hb[j], zi);
             udot[b->u0 + j] = eps;
             zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_scale(Gb[j], eps));
@@ -556,7 +593,9 @@ void mt_aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
         mbk_spatial_vec Ai = vel ? mbk_spatial_vec_add(Ap, vel[i].a_c) : Ap;
         if (b->nu == 1) {
             ud[0] = Dinv[0] * ud[0] - mbk_spatial_vec_dot(Gb[0], Ap);
-            A[i] = mbk_spatial_vec_add(Ai, mbk_spatial_vec_scale(Hb[0], ud[0]));
+            if (b->spin) Ai.w = mbk_vec3_add(Ai.w, mbk_vec3_scale(Hb[0].w, ud[0]));
+            else Ai = mbk_spatial_vec_add(Ai, mbk_spatial_vec_scale(Hb[0], ud[0]));
+            A[i] = Ai;
             continue;
         }
         double e[MBK_MOBILIZER_MAX_U];

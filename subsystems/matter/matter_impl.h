@@ -22,6 +22,8 @@ typedef struct mt_body {
     char *name;            /* optional name (mbk_matter_set_body_name), owned; NULL if none */
     bool pf_turns, mb_turns; /* X_PF, X_MB rotate (false: pure translations, composed cheaply) */
     bool pin;              /* built-in Pin: its kinematics are inlined in the sweeps */
+    bool spin;             /* a Pin with M's origin at B's: H = (axis, 0), so the
+                              sweeps skip the linear half of H */
 } mt_body;
 
 /* Position-stage results of one body. */
