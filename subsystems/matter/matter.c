@@ -448,7 +448,7 @@ static int small_inverse(double *A, int n, double tol)
 /* Size of the terms that form H^T P H: (max_j sum_k |H_jk|)^2 max_k P_kk
    bounds every |H_i^T P H_j| when P is positive semidefinite. A pivot below
    1e-13 of it is round-off: the body has no inertia along that mobility. */
-static double pivot_tolerance(const mt_inertia *P, const mbk_spatial_vec *Hb, int nu)
+static inline double pivot_tolerance(const mt_inertia *P, const mbk_spatial_vec *Hb, int nu)
 {
     double h = 0.0;
     for (int j = 0; j < nu; ++j) {
@@ -630,7 +630,8 @@ static int mt_acceleration(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     double *qdd = mbk_state_upd_subsystem_qdotdot(s, m->sub);
     for (int i = 1; i < m->nb; ++i) {
         const mt_body *b = &m->bodies[i];
-        if (b->mob.ops->calc_qdotdot)
+        if (b->pin) qdd[lay[2 * i]] = udot[b->u0];
+        else if (b->mob.ops->calc_qdotdot)
             b->mob.ops->calc_qdotdot(b->mob.impl, euler, qn + lay[2 * i], u + b->u0, udot + b->u0, qdd + lay[2 * i]);
         else copy_small(qdd + lay[2 * i], udot + b->u0, b->nu);
     }
