@@ -14,6 +14,7 @@
 #include "mbk/status.h"
 
 #include "matter_impl.h"
+#include "mt_trig.h"
 
 /* ------------------------------------------------------------------ */
 /* Checks shared by the public readers                                  */
@@ -135,6 +136,7 @@ static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF
     b->I_B = mt_sym3_of(&I_B);
     b->pin = mt_mobilizer_is_pin(&mobilizer);
     b->spin = b->pin && b->X_MB.p.x == 0.0 && b->X_MB.p.y == 0.0 && b->X_MB.p.z == 0.0;
+    b->pin_slot = b->pin ? m->npin++ : -1;
     b->pf_turns = !is_identity_rotation(&X_PF->R);
     b->mb_turns = !is_identity_rotation(&b->X_MB.R);
     b->mass = body->mass;
@@ -200,7 +202,9 @@ static int mt_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     if (mbk_state_allocate_u(s, k, m->nu, NULL) < 0 || m->euler_var < 0) return -1;
     /* Sizes are fixed at Topology (nq is at most 7 per body), so every entry is allocated now. */
     const struct { int dep, by; size_t bytes; } spec[NUM_CACHE] = {
-        [C_QLAYOUT] = {MBK_STAGE_MODEL, MBK_STAGE_MODEL, 2 * (size_t)m->nb * sizeof(int)},
+        [C_QLAYOUT] = {MBK_STAGE_MODEL, MBK_STAGE_MODEL, (2 * (size_t)m->nb + (size_t)m->npin) * sizeof(int)},
+        /* sines, then cosines, of the Pin angles */
+        [C_TRIG] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (2 * (size_t)m->npin + 1) * sizeof(double)},
         [C_QN] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)(MBK_MOBILIZER_MAX_Q * m->nb) * sizeof(double)},
         [C_POS] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)m->nb * sizeof(mt_pos)},
         [C_H] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)(m->nu + 1) * sizeof(mbk_spatial_vec)},
@@ -233,6 +237,7 @@ static int mt_model(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         lay[2 * b] = nq;
         lay[2 * b + 1] = b ? mbk_mobilizer_get_nq(&m->bodies[b].mob, euler) : 0;
         nq += lay[2 * b + 1];
+        if (m->bodies[b].pin) lay[2 * m->nb + m->bodies[b].pin_slot] = lay[2 * b];
     }
     double *q0 = mbk_calloc((size_t)(nq + 1), sizeof(double));
     if (!q0) return MBK_ENOMEM;
@@ -280,14 +285,16 @@ static inline mbk_mat33 turn_about_z(const mbk_mat33 *R, double c, double sn)
 }
 
 /* X_GM of a body from X_GF and its mobilizer; writes the normalized q and,
-   except for a Pin, H_FM. A Pin is inlined: it is most joints of most models. */
+   except for a Pin, H_FM. A Pin is inlined (it is most joints of most models)
+   with its angle's sine and cosine from sc. */
 static mbk_transform mobilizer_pose(const mt_body *b, bool euler, const mbk_transform *X_GF,
-                                    const double *q, double *qn, int nq, mbk_spatial_vec *H)
+                                    const double *q, double *qn, int nq, const double sc[2],
+                                    mbk_spatial_vec *H)
 {
     mbk_transform X_GM;
     if (b->pin) {
         qn[0] = q[0];
-        X_GM.R = turn_about_z(&X_GF->R, cos(q[0]), sin(q[0]));
+        X_GM.R = turn_about_z(&X_GF->R, sc[1], sc[0]);
         X_GM.p = X_GF->p;
         return X_GM; /* H is set in G by the caller */
     }
@@ -300,6 +307,21 @@ static mbk_transform mobilizer_pose(const mt_body *b, bool euler, const mbk_tran
     return mbk_transform_compose(*X_GF, X_FM);
 }
 
+/* Sines, then cosines, of all Pin angles: one loop that vectorizes, then libm
+   for the rare angles beyond mt_sincos's range. */
+static void pin_sines_cosines(const mbk_matter *m, const int *pin_q, const double *q, double *sc)
+{
+    double *sn = sc, *cs = sc + m->npin;
+    /* gathered first: a loop over contiguous angles is the one that vectorizes */
+    for (int j = 0; j < m->npin; ++j) cs[j] = q[pin_q[j]];
+    for (int j = 0; j < m->npin; ++j) mt_sincos(cs[j], &sn[j], &cs[j]);
+    for (int j = 0; j < m->npin; ++j)
+        if (fabs(q[pin_q[j]]) > MT_TRIG_MAX) {
+            sn[j] = sin(q[pin_q[j]]);
+            cs[j] = cos(q[pin_q[j]]);
+        }
+}
+
 /* Body poses, H in Ground and spatial inertias in Ground, base to tip. */
 static int mt_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 {
@@ -308,9 +330,10 @@ static int mt_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     bool euler = use_euler(m, s);
     const int *lay = qlayout(m, s);
     const double *q = mbk_state_get_subsystem_q(s, m->sub);
-    double *qn = mt_cache(m, s, C_QN);
+    double *qn = mt_cache(m, s, C_QN), *sc = mt_cache(m, s, C_TRIG);
     mt_pos *pos = mt_cache(m, s, C_POS);
     mbk_spatial_vec *H = mt_cache(m, s, C_H);
+    pin_sines_cosines(m, lay + 2 * m->nb, q, sc);
     memset(&pos[0], 0, sizeof pos[0]);
     pos[0].X_GB = mbk_transform_identity();
     for (int i = 1; i < m->nb; ++i) {
@@ -319,8 +342,9 @@ static int mt_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         mt_pos *p = &pos[i];
         mbk_spatial_vec *Hb = H + b->u0;
         mbk_transform X_GF = compose_frame(&pp->X_GB, &b->X_PF, b->pf_turns);
+        const double pin_sc[2] = {b->pin ? sc[b->pin_slot] : 0.0, b->pin ? sc[m->npin + b->pin_slot] : 1.0};
         mbk_transform X_GM = mobilizer_pose(b, euler, &X_GF, q + lay[2 * i], qn + lay[2 * i],
-                                            lay[2 * i + 1], Hb);
+                                            lay[2 * i + 1], pin_sc, Hb);
         p->X_GB = compose_frame(&X_GM, &b->X_MB, b->mb_turns);
         p->R_GF = X_GF.R;
         p->r_PB = mbk_vec3_sub(p->X_GB.p, pp->X_GB.p);

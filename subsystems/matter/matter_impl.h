@@ -24,6 +24,7 @@ typedef struct mt_body {
     bool pin;              /* built-in Pin: its kinematics are inlined in the sweeps */
     bool spin;             /* a Pin with M's origin at B's: H = (axis, 0), so the
                               sweeps skip the linear half of H */
+    int pin_slot;          /* a Pin's index among the Pins (their sines and cosines) */
 } mt_body;
 
 /* Position-stage results of one body. */
@@ -51,7 +52,7 @@ typedef struct mt_abi {
     double *Dinv;          /* nu_b x nu_b per body, at bodies[b].d0 */
 } mt_abi;
 
-enum { C_QLAYOUT, C_QN, C_POS, C_H, C_VEL, C_ABI, C_FORCES, C_ACC, C_SCRATCH, C_SCRATCH_MAT,
+enum { C_QLAYOUT, C_QN, C_TRIG, C_POS, C_H, C_VEL, C_ABI, C_FORCES, C_ACC, C_SCRATCH, C_SCRATCH_MAT,
        C_CSLOTS, C_CSOLVE, NUM_CACHE };
 
 /* Most bodies and mobilities one constraint may name. */
@@ -83,6 +84,7 @@ struct mbk_matter {
     int nb, cap;           /* body count (with Ground) and capacity */
     int nu;                /* total u */
     int nd;                /* total size of the D^-1 blocks (sum of nu_b^2) */
+    int npin;              /* number of built-in Pins */
     int euler_var;         /* discrete variable (Model): use Euler angles */
     mt_constraint *cons;   /* constraints in the order added */
     int ncons, ccap;       /* count and capacity */
@@ -101,7 +103,8 @@ static inline void *mt_cache(const mbk_matter *m, const mbk_state *s, int which)
     return mbk_state_upd_cache(s, m->sub, m->cache[which]);
 }
 
-/* Per body: q start and q count within matter's q (Model stage). */
+/* Per body: q start and q count within matter's q, then each Pin's q index
+   (Model stage). */
 static inline int *qlayout(const mbk_matter *m, const mbk_state *s) { return mt_cache(m, s, C_QLAYOUT); }
 
 static inline bool use_euler(const mbk_matter *m, const mbk_state *s)
