@@ -559,6 +559,7 @@ int mt_realize_abi(const mbk_matter *m, const mbk_state *s)
         if (rc < 0)
             return mbk_set_error(MBK_ESINGULAR, "body %d: articulated inertia is singular along its "
                                  "mobilities; give massless bodies a massive child or add mass", i);
+        for (int j = 0; j < b->nu; ++j) G[j] = mbk_spatial_shift_force(G[j], mbk_vec3_neg(pos[i].r_PB));
         if (b->parent == 0) continue; /* Ground's articulated inertia is never used */
         mt_inertia_add_shifted(&abi.P[b->parent], &Pplus, pos[i].r_PB);
     }
@@ -577,7 +578,10 @@ static int mt_dynamics(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 
 /* The articulated-body sweeps: udot from mobility forces tau, body forces F
    and (when with_velocity) the velocity terms. A and z are scratch arrays.
-   One-u bodies take a scalar path: no per-u loops or small copies. */
+   G is stored shifted to the parent's origin, so G^T X A_P needs no shift of
+   A_P first; and along unbranched runs (parent = previous body) the value
+   passed between bodies stays in registers. Both shorten the dependency chain
+   from body to body, which is what bounds these sweeps on long chains. */
 void mt_aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
                       const mbk_spatial_vec *F, bool with_velocity, mbk_spatial_vec *A,
                       mbk_spatial_vec *z, double *udot)
@@ -588,49 +592,56 @@ void mt_aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
     const mt_abi abi = mt_abi_of(m, s);
     memset(z, 0, (size_t)m->nb * sizeof *z);
     /* tip to base: articulated bias forces; udot holds eps = tau - H^T z meanwhile */
+    mbk_spatial_vec carry = mbk_spatial_vec_zero(); /* z passed to body i - 1 */
     for (int i = m->nb - 1; i >= 1; --i) {
         const mt_body *b = &m->bodies[i];
         const mbk_spatial_vec *Hb = H + b->u0, *Gb = abi.G + b->u0;
-        mbk_spatial_vec zi = z[i];
+        mbk_spatial_vec zi = mbk_spatial_vec_add(z[i], carry);
         if (vel) zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_add(mt_inertia_mul(&abi.P[i], &vel[i].a_c), vel[i].b));
         if (F) zi = mbk_spatial_vec_sub(zi, F[i]);
+        mbk_spatial_vec zp = mbk_spatial_shift_force(zi, mbk_vec3_neg(pos[i].r_PB));
         if (b->spin) { /* H = (a, 0): H^T z is a . z_w */
             double eps = (tau ? tau[b->u0] : 0.0) - mbk_vec3_dot(Hb[0].w, zi.w);
             udot[b->u0] = eps;
-            zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_scale(Gb[0], eps));
-        } else for (int j = 0; j < b->nu; ++j) {
+            zp = mbk_spatial_vec_add(zp, mbk_spatial_vec_scale(Gb[0], eps));
+        } else for (int j = 0; j < b->nu; ++j) { /* H^T G = 1: each eps from the same zi */
             double eps = (tau ? tau[b->u0 + j] : 0.0) - mbk_spatial_vec_dot(Hb[j], zi);
             udot[b->u0 + j] = eps;
-            zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_scale(Gb[j], eps));
+            zp = mbk_spatial_vec_add(zp, mbk_spatial_vec_scale(Gb[j], eps));
         }
-        mbk_spatial_vec *zp = &z[b->parent];
-        *zp = mbk_spatial_vec_add(*zp, mbk_spatial_shift_force(zi, mbk_vec3_neg(pos[i].r_PB)));
+        if (b->parent == i - 1) {
+            carry = zp;
+        } else {
+            z[b->parent] = mbk_spatial_vec_add(z[b->parent], zp);
+            carry = mbk_spatial_vec_zero();
+        }
     }
     /* base to tip: accelerations */
     A[0] = mbk_spatial_vec_zero();
+    mbk_spatial_vec Aprev = A[0]; /* A of body i - 1 */
     for (int i = 1; i < m->nb; ++i) {
         const mt_body *b = &m->bodies[i];
         const mbk_spatial_vec *Hb = H + b->u0, *Gb = abi.G + b->u0;
         const double *Dinv = abi.Dinv + b->d0;
         double *ud = udot + b->u0;
-        mbk_spatial_vec Ap = mbk_spatial_shift_motion(A[b->parent], pos[i].r_PB);
-        mbk_spatial_vec Ai = vel ? mbk_spatial_vec_add(Ap, vel[i].a_c) : Ap;
+        const mbk_spatial_vec A_P = b->parent == i - 1 ? Aprev : A[b->parent];
+        mbk_spatial_vec Ai = mbk_spatial_shift_motion(A_P, pos[i].r_PB);
+        if (vel) Ai = mbk_spatial_vec_add(Ai, vel[i].a_c);
         if (b->nu == 1) {
-            ud[0] = Dinv[0] * ud[0] - mbk_spatial_vec_dot(Gb[0], Ap);
+            ud[0] = Dinv[0] * ud[0] - mbk_spatial_vec_dot(Gb[0], A_P);
             if (b->spin) Ai.w = mbk_vec3_add(Ai.w, mbk_vec3_scale(Hb[0].w, ud[0]));
             else Ai = mbk_spatial_vec_add(Ai, mbk_spatial_vec_scale(Hb[0], ud[0]));
-            A[i] = Ai;
-            continue;
+        } else {
+            double e[MBK_MOBILIZER_MAX_U];
+            for (int j = 0; j < b->nu; ++j) e[j] = ud[j];
+            for (int r = 0; r < b->nu; ++r) {
+                double x = -mbk_spatial_vec_dot(Gb[r], A_P);
+                for (int j = 0; j < b->nu; ++j) x += Dinv[r * b->nu + j] * e[j];
+                ud[r] = x;
+                Ai = mbk_spatial_vec_add(Ai, mbk_spatial_vec_scale(Hb[r], x));
+            }
         }
-        double e[MBK_MOBILIZER_MAX_U];
-        for (int j = 0; j < b->nu; ++j) e[j] = ud[j];
-        for (int r = 0; r < b->nu; ++r) {
-            double x = -mbk_spatial_vec_dot(Gb[r], Ap);
-            for (int j = 0; j < b->nu; ++j) x += Dinv[r * b->nu + j] * e[j];
-            ud[r] = x;
-            Ai = mbk_spatial_vec_add(Ai, mbk_spatial_vec_scale(Hb[r], x));
-        }
-        A[i] = Ai;
+        A[i] = Aprev = Ai;
     }
 }
 

@@ -48,7 +48,7 @@ typedef struct mt_vel {
    P per body, then G = P H D^-1 per u, then D^-1 blocks per body. */
 typedef struct mt_abi {
     mt_inertia *P;         /* articulated inertia about each body's origin, in G */
-    mbk_spatial_vec *G;    /* one column per u */
+    mbk_spatial_vec *G;    /* P H D^-1, one column per u, shifted (as a force) to the parent's origin */
     double *Dinv;          /* nu_b x nu_b per body, at bodies[b].d0 */
 } mt_abi;
 
