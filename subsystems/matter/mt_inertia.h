@@ -115,35 +115,53 @@ static inline void mt_inertia_downdate(mt_inertia *Pplus, const mt_inertia *P, c
     Pplus->D.yz = P->D.yz - gv[1] * hv[2];
 }
 
-/* Pp += S taken from a child's origin to its parent's, r = r_PB from the
-   parent's origin to the child's. With r~ = skew(r) and T = B + r~ D the
-   shifted inertia is [[A + r~ B^T - T r~, T], [T^T, D]]; entry (i, j) of the
-   angular block is A_ij + (r x B_j)_i + (r x T_i)_j with B_j, T_i rows. */
-static inline void mt_inertia_add_shifted(mt_inertia *Pp, const mt_inertia *S, mbk_vec3 r)
+/* S taken from a child's origin to its parent's, r = r_PB from the parent's
+   origin to the child's. With r~ = skew(r) and T = B + r~ D the shifted
+   inertia is [[A + r~ B^T - T r~, T], [T^T, D]]; entry (i, j) of the angular
+   block is A_ij + (r x B_j)_i + (r x T_i)_j with B_j, T_i rows. */
+static inline mt_inertia mt_inertia_shifted(const mt_inertia *S, mbk_vec3 r)
 {
     const double(*B)[3] = S->B.m;
     const mbk_mat33 D = mt_sym3_full(&S->D);
-    double T[3][3], rb[3][3], rt[3][3];
+    double rb[3][3], rt[3][3];
+    mt_inertia out;
     for (int j = 0; j < 3; ++j) { /* column j of r~ D */
         mbk_vec3 kd = mbk_vec3_cross(r, mbk_vec3_make(D.m[0][j], D.m[1][j], D.m[2][j]));
-        T[0][j] = B[0][j] + kd.x; T[1][j] = B[1][j] + kd.y; T[2][j] = B[2][j] + kd.z;
+        out.B.m[0][j] = B[0][j] + kd.x; out.B.m[1][j] = B[1][j] + kd.y; out.B.m[2][j] = B[2][j] + kd.z;
     }
+    const double(*T)[3] = (const double(*)[3])out.B.m;
     for (int i = 0; i < 3; ++i) {
         mbk_vec3 a = mbk_vec3_cross(r, mbk_vec3_make(B[i][0], B[i][1], B[i][2]));
         mbk_vec3 b = mbk_vec3_cross(r, mbk_vec3_make(T[i][0], T[i][1], T[i][2]));
         rb[i][0] = a.x; rb[i][1] = a.y; rb[i][2] = a.z; /* rb[j][i] = (r x B_j)_i */
         rt[i][0] = b.x; rt[i][1] = b.y; rt[i][2] = b.z; /* rt[i][j] = (r x T_i)_j */
     }
-    Pp->A.xx += S->A.xx + rb[0][0] + rt[0][0];
-    Pp->A.yy += S->A.yy + rb[1][1] + rt[1][1];
-    Pp->A.zz += S->A.zz + rb[2][2] + rt[2][2];
-    Pp->A.xy += S->A.xy + rb[1][0] + rt[0][1];
-    Pp->A.xz += S->A.xz + rb[2][0] + rt[0][2];
-    Pp->A.yz += S->A.yz + rb[2][1] + rt[1][2];
+    out.A.xx = S->A.xx + rb[0][0] + rt[0][0];
+    out.A.yy = S->A.yy + rb[1][1] + rt[1][1];
+    out.A.zz = S->A.zz + rb[2][2] + rt[2][2];
+    out.A.xy = S->A.xy + rb[1][0] + rt[0][1];
+    out.A.xz = S->A.xz + rb[2][0] + rt[0][2];
+    out.A.yz = S->A.yz + rb[2][1] + rt[1][2];
+    out.D = S->D;
+    return out;
+}
+
+/* P += S */
+static inline void mt_inertia_add(mt_inertia *P, const mt_inertia *S)
+{
+    P->A.xx += S->A.xx; P->A.yy += S->A.yy; P->A.zz += S->A.zz;
+    P->A.xy += S->A.xy; P->A.xz += S->A.xz; P->A.yz += S->A.yz;
     for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) Pp->B.m[i][j] += T[i][j];
-    Pp->D.xx += S->D.xx; Pp->D.yy += S->D.yy; Pp->D.zz += S->D.zz;
-    Pp->D.xy += S->D.xy; Pp->D.xz += S->D.xz; Pp->D.yz += S->D.yz;
+        for (int j = 0; j < 3; ++j) P->B.m[i][j] += S->B.m[i][j];
+    P->D.xx += S->D.xx; P->D.yy += S->D.yy; P->D.zz += S->D.zz;
+    P->D.xy += S->D.xy; P->D.xz += S->D.xz; P->D.yz += S->D.yz;
+}
+
+/* Pp += S taken from a child's origin to its parent's (r = r_PB). */
+static inline void mt_inertia_add_shifted(mt_inertia *Pp, const mt_inertia *S, mbk_vec3 r)
+{
+    mt_inertia shifted = mt_inertia_shifted(S, r);
+    mt_inertia_add(Pp, &shifted);
 }
 
 /* The full 6x6 (for callers that need mbk_spatial_mat). */
