@@ -1,10 +1,12 @@
-/* bench_main.c - side-by-side benchmark of mbk against Simbody.
+/* bench_main.c - side-by-side benchmark of mbk against Simbody (and MuJoCo).
  *
- * For every model of /work/shared/ANCHORS.md: build it in both libraries from
- * one description, check that mbk's udot (and residual, M^-1 v, M) agree
- * with Simbody's to 1e-9 relative (stop otherwise), then time five
- * operations with interleaved batches. Prints Markdown tables and writes the
- * Markdown report and a CSV.
+ * For every model of /work/shared/ANCHORS.md, plus the constraint and contact
+ * models of issue 7 (fourbar, chain10loop, humanoid_contact): build it in
+ * both libraries from one description, run every operation once on each side
+ * and check that the results agree to 1e-9 relative (stop otherwise), then
+ * time the operations with interleaved batches. Whole runs (chain10, 10 s)
+ * at accuracy 1e-6 and at matched energy drift. Prints Markdown tables and
+ * writes the Markdown report, an SVG plot and a CSV.
  *
  * usage: mbk_bench [--md FILE] [--csv FILE] [--batches N] [--batch-ms T]
  *                  [--quick] [--only NAME]
@@ -26,26 +28,53 @@
 
 enum { MASS_MATRIX_MAX_NU = 1000 };
 static const double TOL = 1e-9;
+static const double ASSEMBLY_TOL = 1e-12;   /* mbk assembly and projection of the loop models */
+static const double CONSISTENT_TOL = 1e-10; /* Simbody's own constraint errors at that state */
+static const double DRIFT_TARGET = 5.5e-7;  /* issue 7: chain10 10 s run at this energy drift */
 
-static const char *op_name[NUM_OPS] = {"full", "u_only", "rnea", "mass_matrix", "minv_v"};
-static const char *op_title[NUM_OPS] = {
-    "Forward dynamics, full cycle (set q and u, realize to Acceleration)",
-    "Forward dynamics, u-only cycle (set u, realize to Acceleration; position work cached)",
-    "Inverse dynamics (mbk_matter_calc_residual_force vs calcResidualForceIgnoringConstraints, state at Velocity or later)",
-    "Mass matrix (mbk_matter_calc_mass_matrix vs calcM)",
-    "M^-1 v (mbk_matter_multiply_by_M_inverse vs multiplyByMInv)",
+/* Which models an operation runs on. */
+enum { MK_PLAIN = 1, MK_CONSTRAINED = 2, MK_CONTACT = 4, MK_ALL = 7 };
+
+typedef struct op_info {
+    const char *name;      /* CSV */
+    const char *title;     /* Markdown section */
+    const char *part[2];   /* what the cross-check compares (two parts: compared separately) */
+    unsigned models;       /* MK_* */
+} op_info;
+
+static const op_info OPS[NUM_OPS] = {
+    [OP_FULL] = {"full", "Forward dynamics, full cycle (set q and u, realize to Acceleration)", {"udot", NULL},
+                 MK_PLAIN | MK_CONTACT},
+    [OP_UONLY] = {"u_only", "Forward dynamics, u-only cycle (set u, realize to Acceleration; position work cached)",
+                  {"udot", NULL}, MK_PLAIN | MK_CONTACT},
+    [OP_POSITION] = {"position", "Realize to Position only (set q, realize to Position)", {"X_GB", NULL}, MK_ALL},
+    [OP_RNEA_KIN] = {"rnea_kin",
+                     "RNEA with kinematics (set q and u, realize to Velocity, then mbk_matter_calc_residual_force vs "
+                     "calcResidualForceIgnoringConstraints)",
+                     {"residual", NULL}, MK_PLAIN | MK_CONTACT},
+    [OP_RNEA] = {"rnea_cached",
+                 "Inverse dynamics with kinematics cached (residual force only, at a state realized to Acceleration)",
+                 {"residual", NULL}, MK_PLAIN | MK_CONTACT},
+    [OP_MASS] = {"mass_matrix", "Mass matrix (mbk_matter_calc_mass_matrix vs calcM)", {"M", NULL}, MK_PLAIN},
+    [OP_MINV] = {"minv_v", "M^-1 v (mbk_matter_multiply_by_M_inverse vs multiplyByMInv)", {"M^-1 v", NULL}, MK_PLAIN},
+    [OP_CONSTRAINED] = {"constrained",
+                        "Constrained forward dynamics (set q and u, realize to Acceleration: udot and multipliers)",
+                        {"udot", "multipliers"}, MK_CONSTRAINED},
+    [OP_STEP] = {"step", "One integrator step (RK-Merson, fixed step; µs per step, method in Setup)",
+                 {"q", "u"}, MK_ALL},
 };
 
 typedef struct model_spec {
-    const char *kind; /* "chain", "tree", "humanoid" */
+    const char *kind; /* "chain", "tree", "humanoid", "fourbar", "chainloop", "humanoid_contact" */
     int param;
     int mbk_only;
 } model_spec;
 
 static const model_spec SPECS[] = {
-    {"chain", 1, 0},    {"chain", 10, 0},   {"chain", 30, 0},  {"chain", 100, 0},
-    {"chain", 300, 0},  {"chain", 1000, 0}, {"chain", 3000, 1}, {"chain", 10000, 1},
-    {"tree", 4, 0},     {"tree", 6, 0},     {"tree", 8, 0},    {"humanoid", 0, 0},
+    {"chain", 1, 0},    {"chain", 10, 0},   {"chain", 30, 0},     {"chain", 100, 0},
+    {"chain", 300, 0},  {"chain", 1000, 0}, {"chain", 3000, 1},   {"chain", 10000, 1},
+    {"tree", 4, 0},     {"tree", 6, 0},     {"tree", 8, 0},       {"humanoid", 0, 0},
+    {"fourbar", 0, 0},  {"chainloop", 10, 0}, {"humanoid_contact", 0, 0},
 };
 enum { NUM_MODELS = sizeof SPECS / sizeof SPECS[0] };
 
@@ -70,8 +99,12 @@ typedef struct bstat {
 
 typedef struct result {
     char name[32];
-    int bodies, nu, mbk_only;
-    double err_udot, err_res, err_minv, err_M, self_check;
+    int bodies, nq, nu, mbk_only;
+    unsigned kind;          /* MK_PLAIN, MK_CONSTRAINED or MK_CONTACT */
+    int chain;              /* a plain chainN (the per-body targets and the plot) */
+    double err[NUM_OPS];    /* cross-check vs Simbody: first part of the result (NaN: not checked) */
+    double err2[NUM_OPS];   /* second part (multipliers, u), NaN if none */
+    double self_check;
     bstat mb[NUM_OPS], sb[NUM_OPS];
     double allocs[NUM_OPS]; /* mbk heap allocations per call */
     int has_mj;             /* MuJoCo side ran (full cycle) */
@@ -80,19 +113,42 @@ typedef struct result {
     bstat mj;               /* mj_forward */
     size_t state_bytes;     /* mbk State */
     bstat copy, mcpy;       /* mbk_state_copy, memcpy of state_bytes */
+    int n_eq, rank;         /* constraint equations and rank of the acceleration solve */
+    double mb_perr, mb_verr, sb_perr, sb_verr; /* constraint errors at the benchmark state */
+    int n_spheres;
+    double depth[BM_MAX_SPHERES]; /* contact penetration at the benchmark state */
 } result;
 
-/* Whole runs (chain10, 10 s). */
-enum { NUM_RUNS = 4 };
-static const char *run_title[NUM_RUNS] = {"mbk RK-Merson", "mbk CVODE BDF", "mbk CVODE Adams",
-                                          "Simbody RK-Merson (apt build)"};
+/* Whole runs (chain10, 10 s): at accuracy 1e-6, and at matched drift (accuracy halved from
+   1e-6 until the drift is <= DRIFT_TARGET, for each library on its own). */
+enum { RUN_MB_RKM, RUN_MB_BDF, RUN_MB_ADAMS, RUN_SB_RKM, RUN_MB_RKM_MATCHED, RUN_SB_RKM_MATCHED, NUM_RUNS };
+typedef struct run_def {
+    const char *title, *csv_op, *library;
+    int simbody;  /* Simbody RK-Merson, else mbk's integrator `kind` */
+    int kind;     /* RUN_RKMERSON, RUN_CVODE_BDF, RUN_CVODE_ADAMS */
+    int matched;  /* accuracy from the drift search */
+    int peer;     /* the Simbody run it is compared with */
+} run_def;
+static const run_def RUNS[NUM_RUNS] = {
+    {"mbk RK-Merson", "run_10s_rkmerson", "mbk", 0, RUN_RKMERSON, 0, RUN_SB_RKM},
+    {"mbk CVODE BDF", "run_10s_cvode_bdf", "mbk", 0, RUN_CVODE_BDF, 0, RUN_SB_RKM},
+    {"mbk CVODE Adams", "run_10s_cvode_adams", "mbk", 0, RUN_CVODE_ADAMS, 0, RUN_SB_RKM},
+    {"Simbody RK-Merson (apt build)", "run_10s_rkmerson", "simbody_apt", 1, RUN_RKMERSON, 0, RUN_SB_RKM},
+    {"mbk RK-Merson, matched drift", "run_10s_rkmerson_matched_drift", "mbk", 0, RUN_RKMERSON, 1, RUN_SB_RKM_MATCHED},
+    {"Simbody RK-Merson (apt build), matched drift", "run_10s_rkmerson_matched_drift", "simbody_apt", 1, RUN_RKMERSON,
+     1, RUN_SB_RKM_MATCHED},
+};
 typedef struct run_stat {
     int valid, reps;
-    run_result r;        /* of the median-wall repetition */
+    double accuracy;
+    int searched;        /* matched runs: accuracies tried */
+    int reached;         /* drift <= DRIFT_TARGET */
+    run_result r;        /* steps and drift are deterministic */
     double wall_med, wall_min;
 } run_stat;
 static run_stat g_runs[NUM_RUNS];
 static const double RUN_T = 10.0, RUN_ACC = 1e-6;
+enum { MAX_HALVINGS = 12 };
 static int g_quick = 0; /* --quick */
 
 static struct {
@@ -120,11 +176,20 @@ static void die(const char *fmt, ...)
     exit(1);
 }
 
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n + 1, size);
+    if (!p) die("out of memory");
+    return p;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
+
+static double median_sorted(const double *x, int n) { return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]); }
 
 /* Relative difference: max |a - b| / max(max |b|, tiny). NaN counts as infinite. */
 static double rel_diff(const double *a, const double *b, size_t n)
@@ -180,19 +245,21 @@ static void summarize(bstat *st, double *per_call, int n, long reps)
     st->reps = reps;
     st->batches = n;
     st->min = per_call[0] * 1e6;
-    st->med = (n % 2 ? per_call[n / 2] : 0.5 * (per_call[n / 2 - 1] + per_call[n / 2])) * 1e6;
+    st->med = median_sorted(per_call, n) * 1e6;
 }
 
-/* Time up to three sides of one operation, interleaved batch by batch (rotating which goes
-   first); sides with a NULL handle are skipped. allocs (may be NULL) gets mbk's heap
+/* Time up to three sides of one operation, interleaved batch by batch, rotating which side
+   goes first; sides with a NULL handle are skipped. allocs (may be NULL) gets mbk's heap
    allocations per call of side 0. */
 static void bench_sides_n(int k, run_fn *run, void **side, const char **who, bench_op op, bstat **out,
                           double *allocs)
 {
     long reps[3] = {0, 0, 0};
     double tc[3] = {0, 0, 0}, per_batch = 0;
+    int active[3], na = 0;
     for (int j = 0; j < k; ++j)
         if (side[j]) {
+            active[na++] = j;
             reps[j] = calibrate(run[j], side[j], op, who[j], &tc[j]);
             per_batch += (double)reps[j] * tc[j];
         }
@@ -202,18 +269,16 @@ static void bench_sides_n(int k, run_fn *run, void **side, const char **who, ben
         if (batches < 3) batches = 3;
     }
     double *t[3];
-    for (int j = 0; j < 3; ++j)
-        if (!(t[j] = calloc((size_t)batches, sizeof(double)))) die("out of memory");
-    long na = 0;
+    for (int j = 0; j < 3; ++j) t[j] = xcalloc((size_t)batches, sizeof(double));
+    long nalloc = 0;
     for (int b = 0; b < batches; ++b)
-        for (int i = 0; i < k; ++i) {
-            int j = (i + b) % k;
-            if (!side[j]) continue;
+        for (int i = 0; i < na; ++i) {
+            int j = active[(i + b) % na];
             long a0 = mb_allocation_count();
             t[j][b] = time_batch(run[j], side[j], op, reps[j], who[j]) / (double)reps[j];
-            if (j == 0) na += mb_allocation_count() - a0;
+            if (j == 0) nalloc += mb_allocation_count() - a0;
         }
-    if (allocs) *allocs = (double)na / ((double)reps[0] * batches);
+    if (allocs) *allocs = (double)nalloc / ((double)reps[0] * batches);
     for (int j = 0; j < k; ++j)
         if (side[j]) summarize(out[j], t[j], batches, reps[j]);
     for (int j = 0; j < 3; ++j) free(t[j]);
@@ -236,63 +301,25 @@ static void bench_state_copy(result *res, mb_side *mb)
            res->copy.med / res->mcpy.med, allocs);
 }
 
+/* One operation, mbk and Simbody (and MuJoCo on the full cycle) interleaved. */
 static void bench_op_pair(result *res, mb_side *mb, sb_side *sb, mjb_side *mj, bench_op op)
 {
-    if (op == OP_FULL && mj) {
-        char w[3][64];
-        snprintf(w[0], sizeof w[0], "mbk %s %s", res->name, op_name[op]);
-        snprintf(w[1], sizeof w[1], "Simbody %s %s", res->name, op_name[op]);
-        snprintf(w[2], sizeof w[2], "MuJoCo %s mj_forward", res->name);
-        if (mb_prepare(mb, op) < 0) die("%s: prepare: %s", w[0], mb_last_error());
-        if (sb && sb_prepare(sb, op) < 0) die("%s: prepare: %s", w[1], sb_last_error());
-        run_fn run[3] = {run_mb, run_sb, run_mj};
-        void *side[3] = {mb, sb, mj};
-        const char *who[3] = {w[0], w[1], w[2]};
-        bstat *out[3] = {&res->mb[op], &res->sb[op], &res->mj};
-        bench_sides_n(3, run, side, who, op, out, &res->allocs[op]);
-        printf("  %-12s mbk %10.3f us (min %10.3f)", op_name[op], res->mb[op].med, res->mb[op].min);
-        if (sb) printf("   Simbody %10.3f us  ratio %6.2f", res->sb[op].med, res->sb[op].med / res->mb[op].med);
-        printf("   MuJoCo %10.3f us  ratio %6.2f   allocs/call %g\n", res->mj.med, res->mj.med / res->mb[op].med,
-               res->allocs[op]);
-        fflush(stdout);
-        return;
-    }
-    char who_mb[64], who_sb[64];
-    snprintf(who_mb, sizeof who_mb, "mbk %s %s", res->name, op_name[op]);
-    snprintf(who_sb, sizeof who_sb, "Simbody %s %s", res->name, op_name[op]);
-    if (mb_prepare(mb, op) < 0) die("%s: prepare: %s", who_mb, mb_last_error());
-    if (sb && sb_prepare(sb, op) < 0) die("%s: prepare: %s", who_sb, sb_last_error());
-    double tc_mb = 0, tc_sb = 0;
-    long r_mb = calibrate(run_mb, mb, op, who_mb, &tc_mb);
-    long r_sb = sb ? calibrate(run_sb, sb, op, who_sb, &tc_sb) : 0;
-    double per_batch = (double)r_mb * tc_mb + (double)r_sb * tc_sb;
-    int batches = opt.batches;
-    if (per_batch * batches > opt.cap_s) {
-        batches = (int)(opt.cap_s / per_batch);
-        if (batches < 3) batches = 3;
-    }
-    double *t_mb = calloc((size_t)batches, sizeof(double)), *t_sb = calloc((size_t)batches, sizeof(double));
-    if (!t_mb || !t_sb) die("out of memory");
-    long allocs = 0;
-    for (int b = 0; b < batches; ++b) {
-        /* interleave, alternating which library goes first */
-        for (int k = 0; k < 2; ++k) {
-            if ((k == 0) == (b % 2 == 0)) {
-                long a0 = mb_allocation_count();
-                t_mb[b] = time_batch(run_mb, mb, op, r_mb, who_mb) / (double)r_mb;
-                allocs += mb_allocation_count() - a0;
-            } else if (sb) {
-                t_sb[b] = time_batch(run_sb, sb, op, r_sb, who_sb) / (double)r_sb;
-            }
-        }
-    }
-    res->allocs[op] = (double)allocs / ((double)r_mb * batches);
-    summarize(&res->mb[op], t_mb, batches, r_mb);
-    if (sb) summarize(&res->sb[op], t_sb, batches, r_sb);
-    free(t_mb);
-    free(t_sb);
-    printf("  %-12s mbk %10.3f us (min %10.3f, %ld x %d)", op_name[op], res->mb[op].med, res->mb[op].min, r_mb, batches);
-    if (sb) printf("   Simbody %10.3f us (min %10.3f)   ratio %6.2f", res->sb[op].med, res->sb[op].min, res->sb[op].med / res->mb[op].med);
+    char w[3][64];
+    snprintf(w[0], sizeof w[0], "mbk %s %s", res->name, OPS[op].name);
+    snprintf(w[1], sizeof w[1], "Simbody %s %s", res->name, OPS[op].name);
+    snprintf(w[2], sizeof w[2], "MuJoCo %s mj_forward", res->name);
+    if (mb_prepare(mb, op) < 0) die("%s: prepare: %s", w[0], mb_last_error());
+    if (sb && sb_prepare(sb, op) < 0) die("%s: prepare: %s", w[1], sb_last_error());
+    run_fn run[3] = {run_mb, run_sb, run_mj};
+    void *side[3] = {mb, sb, op == OP_FULL ? mj : NULL};
+    const char *who[3] = {w[0], w[1], w[2]};
+    bstat *out[3] = {&res->mb[op], &res->sb[op], &res->mj};
+    bench_sides_n(3, run, side, who, op, out, &res->allocs[op]);
+    const bstat *a = &res->mb[op];
+    printf("  %-12s mbk %10.3f us (min %10.3f, %ld x %d)", OPS[op].name, a->med, a->min, a->reps, a->batches);
+    if (sb)
+        printf("   Simbody %10.3f us (min %10.3f)  ratio %6.2f", res->sb[op].med, res->sb[op].min, res->sb[op].med / a->med);
+    if (side[2]) printf("   MuJoCo %10.3f us  ratio %6.2f", res->mj.med, res->mj.med / a->med);
     printf("   allocs/call %g\n", res->allocs[op]);
     fflush(stdout);
 }
@@ -301,7 +328,90 @@ static int build_model(bm_model *m, const model_spec *sp)
 {
     if (!strcmp(sp->kind, "chain")) return bm_make_chain(m, sp->param);
     if (!strcmp(sp->kind, "tree")) return bm_make_tree(m, sp->param);
+    if (!strcmp(sp->kind, "fourbar")) return bm_make_fourbar(m);
+    if (!strcmp(sp->kind, "chainloop")) return bm_make_chain_loop(m, sp->param);
+    if (!strcmp(sp->kind, "humanoid_contact")) return bm_make_humanoid_contact(m);
     return bm_make_humanoid(m);
+}
+
+static int op_applies(const result *res, bench_op op)
+{
+    return (OPS[op].models & res->kind) && !(op == OP_MASS && res->nu > MASS_MATRIX_MAX_NU);
+}
+
+/* Parts of an op's result compared separately because their units differ: constrained =
+   [udot | multipliers], step = [q | u]; every other result is one part. */
+static int result_parts(const result *res, bench_op op, int len, int part[2])
+{
+    part[1] = 0;
+    if (op == OP_CONSTRAINED) part[0] = res->nu, part[1] = len - res->nu;
+    else if (op == OP_STEP) part[0] = res->nq, part[1] = res->nu;
+    else part[0] = len;
+    return part[1] > 0 ? 2 : 1;
+}
+
+/* Run the op once on each side at the benchmark state and stop the run unless the results
+   agree to TOL relative (each part on its own). */
+static void cross_check(result *res, mb_side *mb, sb_side *sb, bench_op op)
+{
+    int n = mb_result_len(mb, op), ns = sb_result_len(sb, op);
+    if (n < 0 || n != ns)
+        die("%s: %s: the results have different lengths (mbk %d, Simbody %d)", res->name, OPS[op].name, n, ns);
+    double *a = xcalloc((size_t)n, sizeof(double)), *b = xcalloc((size_t)n, sizeof(double));
+    if (mb_eval(mb, op, a) < 0) die("%s: %s: %s", res->name, OPS[op].name, mb_last_error());
+    if (sb_eval(sb, op, b) < 0) die("%s: %s: %s", res->name, OPS[op].name, sb_last_error());
+    int part[2], np = result_parts(res, op, n, part);
+    double e[2] = {0.0, NAN};
+    for (int k = 0, off = 0; k < np; off += part[k++]) e[k] = rel_diff(a + off, b + off, (size_t)part[k]);
+    res->err[op] = e[0];
+    res->err2[op] = e[1];
+    free(a);
+    free(b);
+    if (np == 2 && !(e[0] <= TOL && e[1] <= TOL))
+        die("%s: %s: mbk and Simbody differ: %s by %.3e, %s by %.3e relative (tolerance %.0e); not timing a wrong answer",
+            res->name, OPS[op].name, OPS[op].part[0], e[0], OPS[op].part[1], e[1], TOL);
+    if (!(e[0] <= TOL))
+        die("%s: %s: mbk's %s differs from Simbody's by %.3e relative (tolerance %.0e); not timing a wrong answer",
+            res->name, OPS[op].name, OPS[op].part[0], e[0], TOL);
+}
+
+/* Loop models: put the state on the constraints (mbk's assembly and projection; both sides then
+   load that state). */
+static void make_consistent(const bm_model *model, mb_side *mb, double *q, double *u)
+{
+    if (model->n_balls > 0 && mb_make_consistent(mb, q, u, ASSEMBLY_TOL) < 0)
+        die("%s: assembly: %s", model->name, mb_last_error());
+}
+
+/* Loop models: the state satisfies mbk's and Simbody's own constraint errors. Contact model:
+   every sphere touches the ground. */
+static void check_special(result *res, const bm_model *model, mb_side *mb, sb_side *sb)
+{
+    if (model->n_balls > 0) {
+        if (mb_constraint_info(mb, &res->n_eq, &res->rank, &res->mb_perr, &res->mb_verr) < 0)
+            die("%s: %s", model->name, mb_last_error());
+        printf("  constraints: %d equations, rank %d; mbk max |qerr| %.1e, |uerr| %.1e after assembly and projection\n",
+               res->n_eq, res->rank, res->mb_perr, res->mb_verr);
+        if (!(res->mb_perr <= ASSEMBLY_TOL && res->mb_verr <= ASSEMBLY_TOL))
+            die("%s: the state is not on the constraints after assembly (|qerr| %.3e, |uerr| %.3e)", model->name,
+                res->mb_perr, res->mb_verr);
+        if (sb) {
+            if (sb_constraint_errors(sb, &res->sb_perr, &res->sb_verr) < 0) die("%s: %s", model->name, sb_last_error());
+            printf("  Simbody's own max |qerr| %.1e, |uerr| %.1e at that state\n", res->sb_perr, res->sb_verr);
+            if (!(res->sb_perr <= CONSISTENT_TOL && res->sb_verr <= CONSISTENT_TOL))
+                die("%s: the assembled state violates Simbody's constraints (|qerr| %.3e, |uerr| %.3e; tolerance %.0e)",
+                    model->name, res->sb_perr, res->sb_verr, CONSISTENT_TOL);
+        }
+    }
+    if (model->n_spheres > 0) {
+        if (mb_sphere_depths(mb, res->depth) < 0) die("%s: %s", model->name, mb_last_error());
+        printf("  contact depths:");
+        for (int k = 0; k < model->n_spheres; ++k) {
+            printf(" %.2f mm", res->depth[k] * 1e3);
+            if (!(res->depth[k] > 0)) die("%s: contact sphere %d does not touch the ground (depth %g)", model->name, k, res->depth[k]);
+        }
+        printf("\n");
+    }
 }
 
 static void run_model(const model_spec *sp, result *res)
@@ -311,36 +421,42 @@ static void run_model(const model_spec *sp, result *res)
     memset(res, 0, sizeof *res);
     snprintf(res->name, sizeof res->name, "%s", model.name);
     res->bodies = model.n;
+    res->nq = model.nq;
     res->nu = model.nu;
     res->mbk_only = sp->mbk_only;
+    res->kind = model.n_balls ? MK_CONSTRAINED : model.n_spheres ? MK_CONTACT : MK_PLAIN;
+    res->chain = res->kind == MK_PLAIN && !strcmp(sp->kind, "chain");
+    for (int op = 0; op < NUM_OPS; ++op) res->err[op] = res->err2[op] = NAN;
     printf("%s: %d bodies, nq %d, nu %d%s\n", model.name, model.n, model.nq, model.nu,
            sp->mbk_only ? " (mbk only)" : "");
     size_t nu = (size_t)model.nu;
-    double *q = calloc((size_t)model.nq, sizeof(double)), *u = calloc(nu, sizeof(double));
-    double *v = calloc(nu, sizeof(double)), *kud = calloc(nu, sizeof(double));
-    if (!q || !u || !v || !kud) die("out of memory");
+    double *q = xcalloc((size_t)model.nq, sizeof(double)), *u = xcalloc(nu, sizeof(double));
+    double *v = xcalloc(nu, sizeof(double)), *kud = xcalloc(nu, sizeof(double));
     bm_rng rng = {0x6D626B2D62656E63ull}; /* same seed for every model */
-    bm_random_state(&model, &rng, q, u);
+    bm_initial_state(&model, &rng, q, u);
     for (size_t i = 0; i < nu; ++i) v[i] = bm_rand(&rng);
     for (size_t i = 0; i < nu; ++i) kud[i] = bm_rand(&rng);
 
     mb_side *mb = mb_create(&model);
     if (!mb) die("%s: %s", model.name, mb_last_error());
+    make_consistent(&model, mb, q, u);
+    res->n_spheres = model.n_spheres;
     if (mb_set_inputs(mb, q, u, v, kud) < 0) die("%s: %s", model.name, mb_last_error());
     if (mb_self_check(mb, &res->self_check) < 0) die("%s: %s", model.name, mb_last_error());
     sb_side *sb = NULL;
     mjb_side *mj = NULL;
-    /* MuJoCo compiles a 1000-deep chain in ~7 s: --quick (the ctest cross-check) leaves it out */
-    if (!sp->mbk_only && mjb_available() && g_quick && model.n >= 1000)
+    /* MuJoCo compiles a 1000-deep chain in ~7 s: --quick (the ctest cross-check) leaves it out.
+       MuJoCo runs with contacts off and no loop closures (issue 7): plain models only. */
+    if (!sp->mbk_only && mjb_available() && res->kind != MK_PLAIN)
+        printf("  MuJoCo not run: contacts off and no loop closures on the MuJoCo side (issue 7)\n");
+    else if (!sp->mbk_only && mjb_available() && g_quick && model.n >= 1000)
         printf("  MuJoCo left out in --quick mode (mj_loadXML of a %d-body chain takes seconds)\n", model.n);
     else if (!sp->mbk_only && mjb_available()) {
         mj = mjb_create(&model);
         if (!mj) die("%s: %s", model.name, mjb_last_error());
         if (mjb_set_inputs(mj, q, u) < 0) die("%s: %s", model.name, mjb_last_error());
-        double *a = calloc(nu, sizeof(double)), *b = calloc(nu, sizeof(double));
-        if (!a || !b) die("out of memory");
-        bench_out oa = {a, NULL, NULL, NULL};
-        if (mb_eval(mb, &oa) < 0) die("%s: %s", model.name, mb_last_error());
+        double *a = xcalloc(nu, sizeof(double)), *b = xcalloc(nu, sizeof(double));
+        if (mb_eval(mb, OP_FULL, a) < 0) die("%s: %s", model.name, mb_last_error());
         if (mjb_udot(mj, b) < 0) die("%s: %s", model.name, mjb_last_error());
         res->err_mj = rel_diff(b, a, nu);
         res->has_mj = 1;
@@ -352,39 +468,26 @@ static void run_model(const model_spec *sp, result *res)
         sb = sb_create(&model);
         if (!sb) die("%s: %s", model.name, sb_last_error());
         if (sb_set_inputs(sb, q, u, v, kud) < 0) die("%s: %s", model.name, sb_last_error());
-        /* cross-check before timing */
-        int with_M = model.nu <= MASS_MATRIX_MAX_NU;
-        double *a = calloc(4 * nu, sizeof(double)), *b = calloc(4 * nu, sizeof(double));
-        double *Ma = with_M ? calloc(nu * nu, sizeof(double)) : NULL;
-        double *Mb = with_M ? calloc(nu * nu, sizeof(double)) : NULL;
-        if (!a || !b || (with_M && (!Ma || !Mb))) die("out of memory");
-        bench_out oa = {a, a + nu, Ma, a + 2 * nu}, ob = {b, b + nu, Mb, b + 2 * nu};
-        if (mb_eval(mb, &oa) < 0) die("%s: %s", model.name, mb_last_error());
-        if (sb_eval(sb, &ob) < 0) die("%s: %s", model.name, sb_last_error());
-        res->err_udot = rel_diff(a, b, nu);
-        res->err_res = rel_diff(a + nu, b + nu, nu);
-        res->err_minv = rel_diff(a + 2 * nu, b + 2 * nu, nu);
-        res->err_M = with_M ? rel_diff(Ma, Mb, nu * nu) : NAN;
-        printf("  cross-check vs Simbody (relative): udot %.1e  residual %.1e  M^-1 v %.1e  M %.1e\n",
-               res->err_udot, res->err_res, res->err_minv, res->err_M);
-        if (!(res->err_udot <= TOL))
-            die("%s: mbk's udot differs from Simbody's by %.3e relative (tolerance %.0e); not timing a wrong answer",
-                model.name, res->err_udot, TOL);
-        if (!(res->err_res <= TOL) || !(res->err_minv <= TOL) || (with_M && !(res->err_M <= TOL)))
-            die("%s: mbk's residual/M^-1 v/M differ from Simbody's (%.3e, %.3e, %.3e; tolerance %.0e)",
-                model.name, res->err_res, res->err_minv, res->err_M, TOL);
-        free(a);
-        free(b);
-        free(Ma);
-        free(Mb);
+    }
+    check_special(res, &model, mb, sb);
+    if (sb) {
+        /* cross-check every operation before timing any */
+        printf("  cross-check vs Simbody (relative):");
+        for (int op = 0; op < NUM_OPS; ++op)
+            if (op_applies(res, (bench_op)op)) {
+                cross_check(res, mb, sb, (bench_op)op);
+                printf(" %s %.1e", OPS[op].name, res->err[op]);
+                if (OPS[op].part[1]) printf("/%.1e", res->err2[op]);
+            }
+        printf("\n");
     }
     if (mj && !(res->err_mj <= TOL)) {
         /* MuJoCo factorizes the dense mass matrix; on long chains its udot drifts (ANCHORS.md:
            1.5e-8 at chain1000) while mbk and Simbody agree at ABA level. Only in that case is
            MuJoCo left out of the timing for this model; anything else stops the run. */
-        if (sb && res->err_udot <= 1e-12 && res->err_mj <= 1e-6 && model.n >= 1000) {
+        if (sb && res->err[OP_FULL] <= 1e-12 && res->err_mj <= 1e-6 && model.n >= 1000) {
             printf("  MuJoCo left out of the timing: its udot is off by %.1e (mbk vs Simbody %.1e)\n", res->err_mj,
-                   res->err_udot);
+                   res->err[OP_FULL]);
             res->has_mj = 0;
             res->mj_excluded = 1;
             mjb_destroy(mj);
@@ -396,10 +499,8 @@ static void run_model(const model_spec *sp, result *res)
     }
     printf("  self-check |residual(udot)| relative: %.1e\n", res->self_check);
     if (!(res->self_check <= TOL)) die("%s: mbk's residual at its own udot is %.3e relative", model.name, res->self_check);
-    for (int op = 0; op < NUM_OPS; ++op) {
-        if (op == OP_MASS && model.nu > MASS_MATRIX_MAX_NU) continue;
-        bench_op_pair(res, mb, sb, mj, (bench_op)op);
-    }
+    for (int op = 0; op < NUM_OPS; ++op)
+        if (op_applies(res, (bench_op)op)) bench_op_pair(res, mb, sb, mj, (bench_op)op);
     bench_state_copy(res, mb);
     mjb_destroy(mj);
     sb_destroy(sb);
@@ -411,42 +512,70 @@ static void run_model(const model_spec *sp, result *res)
     bm_free(&model);
 }
 
-/* Whole runs: chain10 for RUN_T s at accuracy RUN_ACC, every integrator, repetitions
-   interleaved; the median wall time is reported. */
+/* One whole run of a kind at an accuracy. */
+static void integrate(int k, const bm_model *model, const double *q, const double *u, double acc, run_result *rr)
+{
+    const run_def *d = &RUNS[k];
+    int rc = d->simbody ? sb_integrate(model, q, u, acc, RUN_T, rr) : mb_integrate(model, q, u, d->kind, acc, RUN_T, rr);
+    if (rc < 0) die("%s at accuracy %g: %s", d->title, acc, d->simbody ? sb_last_error() : mb_last_error());
+}
+
+/* Deterministic accuracy search for a matched run: 1e-6, halved until the drift over RUN_T
+   is <= DRIFT_TARGET (at most MAX_HALVINGS times). */
+static void match_drift(int k, const bm_model *model, const double *q, const double *u)
+{
+    run_stat *g = &g_runs[k];
+    double acc = RUN_ACC;
+    for (g->searched = 1;; ++g->searched, acc *= 0.5) {
+        integrate(k, model, q, u, acc, &g->r);
+        printf("  %-46s accuracy %.3g: drift %.2e%s\n", RUNS[k].title, acc, g->r.drift,
+               g->r.drift <= DRIFT_TARGET ? " (matched)" : "");
+        if (g->r.drift <= DRIFT_TARGET || g->searched > MAX_HALVINGS) break;
+    }
+    g->accuracy = acc;
+    g->reached = g->r.drift <= DRIFT_TARGET;
+}
+
+/* Whole runs: chain10 for RUN_T s, every run kind, repetitions interleaved; the median wall
+   time is reported. Matched runs first search their accuracy (untimed). */
 static void run_whole(void)
 {
     bm_model model;
     if (bm_make_chain(&model, 10) < 0) die("out of memory");
-    double *q = calloc((size_t)model.nq, sizeof(double)), *u = calloc((size_t)model.nu, sizeof(double));
-    if (!q || !u) die("out of memory");
+    double *q = xcalloc((size_t)model.nq, sizeof(double)), *u = xcalloc((size_t)model.nu, sizeof(double));
     bm_rng rng = {0x6D626B2D62656E63ull};
     bm_random_state(&model, &rng, q, u);
+    enum { MAX_REPS = 8 };
     int reps = g_quick ? 1 : 5;
-    double walls[NUM_RUNS][8];
-    printf("whole runs: chain10, %g s, accuracy %g, %d repetitions\n", RUN_T, RUN_ACC, reps);
+    double walls[NUM_RUNS][MAX_REPS];
+    printf("whole runs: chain10, %g s; accuracy %g, and matched to drift <= %g; %d repetitions\n", RUN_T, RUN_ACC,
+           DRIFT_TARGET, reps);
+    for (int k = 0; k < NUM_RUNS; ++k) {
+        g_runs[k].accuracy = RUN_ACC;
+        if (RUNS[k].matched) match_drift(k, &model, q, u);
+    }
     for (int r = 0; r < reps; ++r)
         for (int k = 0; k < NUM_RUNS; ++k) {
-            run_result rr;
-            int rc = k < NUM_RUN_KINDS ? mb_integrate(&model, q, u, k, RUN_ACC, RUN_T, &rr)
-                                       : sb_integrate(&model, q, u, RUN_ACC, RUN_T, &rr);
-            if (rc < 0) die("%s: %s", run_title[k], k < NUM_RUN_KINDS ? mb_last_error() : sb_last_error());
-            walls[k][r] = rr.wall_s;
-            g_runs[k].r = rr; /* steps and drift are deterministic */
+            integrate(k, &model, q, u, g_runs[k].accuracy, &g_runs[k].r);
+            walls[k][r] = g_runs[k].r.wall_s;
         }
     for (int k = 0; k < NUM_RUNS; ++k) {
+        run_stat *g = &g_runs[k];
         qsort(walls[k], (size_t)reps, sizeof(double), cmp_double);
-        g_runs[k].valid = 1;
-        g_runs[k].reps = reps;
-        g_runs[k].wall_min = walls[k][0];
-        g_runs[k].wall_med = reps % 2 ? walls[k][reps / 2] : 0.5 * (walls[k][reps / 2 - 1] + walls[k][reps / 2]);
-        printf("  %-30s wall %.4f s (min %.4f)  steps %5ld  E0 %.4f  drift %.2e  allocs/step %g\n", run_title[k],
-               g_runs[k].wall_med, g_runs[k].wall_min, g_runs[k].r.steps, g_runs[k].r.e0, g_runs[k].r.drift,
-               g_runs[k].r.allocs_per_step);
+        g->valid = 1;
+        g->reps = reps;
+        g->reached = g->r.drift <= DRIFT_TARGET;
+        g->wall_min = walls[k][0];
+        g->wall_med = median_sorted(walls[k], reps);
+        printf("  %-46s accuracy %-9.3g wall %.4f s (min %.4f)  steps %5ld  E0 %.4f  drift %.2e  allocs/step %g\n",
+               RUNS[k].title, g->accuracy, g->wall_med, g->wall_min, g->r.steps, g->r.e0, g->r.drift,
+               g->r.allocs_per_step);
     }
     free(q);
     free(u);
     bm_free(&model);
 }
+
 
 /* SVG plot: full-cycle ns per body against bodies on chainN, log-log, every library. */
 static void write_svg(const char *path, const result *rs, int n)
@@ -456,7 +585,7 @@ static void write_svg(const char *path, const result *rs, int n)
     const double W = 720, H = 460, L = 80, R = 170, T = 40, B = 60;
     double xmax = 1, ymin = 1e30, ymax = 0;
     for (int i = 0; i < n; ++i) {
-        if (strncmp(rs[i].name, "chain", 5)) continue;
+        if (!rs[i].chain) continue;
         const bstat *st[3] = {&rs[i].mb[OP_FULL], &rs[i].sb[OP_FULL], rs[i].has_mj ? &rs[i].mj : NULL};
         if (rs[i].bodies > xmax) xmax = rs[i].bodies;
         for (int k = 0; k < 3; ++k)
@@ -498,7 +627,7 @@ static void write_svg(const char *path, const result *rs, int n)
         int any = 0;
         fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", colors[k]);
         for (int i = 0; i < n; ++i) {
-            if (strncmp(rs[i].name, "chain", 5)) continue;
+            if (!rs[i].chain) continue;
             const bstat *st = k == 0 ? &rs[i].mb[OP_FULL] : k == 1 ? &rs[i].sb[OP_FULL] : rs[i].has_mj ? &rs[i].mj : NULL;
             if (!st || !st->valid) continue;
             fprintf(f, "%.1f,%.1f ", SX(rs[i].bodies), SY(st->med * 1e3 / rs[i].bodies));
@@ -506,7 +635,7 @@ static void write_svg(const char *path, const result *rs, int n)
         }
         fprintf(f, "\"/>\n");
         for (int i = 0; i < n; ++i) {
-            if (strncmp(rs[i].name, "chain", 5)) continue;
+            if (!rs[i].chain) continue;
             const bstat *st = k == 0 ? &rs[i].mb[OP_FULL] : k == 1 ? &rs[i].sb[OP_FULL] : rs[i].has_mj ? &rs[i].mj : NULL;
             if (!st || !st->valid) continue;
             fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"><title>%s %s: %.0f ns/body</title></circle>\n",
@@ -586,6 +715,17 @@ static const result *find_result(const result *rs, int n, const char *name)
 
 static const char *met(int ok) { return ok ? "met" : "**not met**"; }
 
+/* Every timed mbk operation and every whole run allocated nothing. */
+static int allocations_ok(const result *rs, int n)
+{
+    for (int i = 0; i < n; ++i)
+        for (int op = 0; op < NUM_OPS; ++op)
+            if (rs[i].mb[op].valid && rs[i].allocs[op] != 0) return 0;
+    for (int k = 0; k < NUM_RUNS; ++k)
+        if (g_runs[k].valid && !RUNS[k].simbody && g_runs[k].r.allocs_per_step != 0) return 0;
+    return 1;
+}
+
 /* The targets of issue 7, each met or not, from this run's figures. */
 static void write_targets(FILE *f, const result *rs, int n)
 {
@@ -598,7 +738,7 @@ static void write_targets(FILE *f, const result *rs, int n)
     char where[NUM_OPS][32] = {{0}};
     for (int i = 0; i < n; ++i) {
         const result *r = &rs[i];
-        if (strncmp(r->name, "chain", 5) || r->bodies < 10) continue;
+        if (!r->chain || r->bodies < 10) continue;
         ++nch;
         for (int op = 0; op < NUM_OPS; ++op) {
             if (!r->mb[op].valid) continue;
@@ -618,8 +758,8 @@ static void write_targets(FILE *f, const result *rs, int n)
         fprintf(f, "| full cycle flat within 20%% from N = 10 to 10000 | max/min ns per body %.2f over %d chains (%.0f-%.0f ns) | %s |\n",
                 hi / lo, nch, lo, hi, met(hi / lo <= 1.2 && find_result(rs, n, "chain10") && find_result(rs, n, "chain10000")));
         fprintf(f, "| u-only cycle <= 60 ns/body | worst %.0f ns/body (%s) | %s |\n", worst[OP_UONLY], where[OP_UONLY], met(worst[OP_UONLY] <= 60));
-        fprintf(f, "| RNEA with kinematics <= 90 ns/body | worst %.0f ns/body (%s); this op is the residual at a realized state (kinematics cached), so the figure is a lower bound for RNEA with kinematics | %s |\n",
-                worst[OP_RNEA], where[OP_RNEA], worst[OP_RNEA] <= 90 ? "met for cached kinematics; with kinematics not measured" : "**not met**");
+        fprintf(f, "| RNEA with kinematics <= 90 ns/body | worst %.0f ns/body (%s): set q and u, realize to Velocity, residual force (with kinematics cached: worst %.0f ns/body) | %s |\n",
+                worst[OP_RNEA_KIN], where[OP_RNEA_KIN], worst[OP_RNEA], met(worst[OP_RNEA_KIN] <= 90));
     }
     const result *h = find_result(rs, n, "humanoid");
     if (h) fprintf(f, "| humanoid full cycle <= 4.5 µs | %.3f µs | %s |\n", h->mb[OP_FULL].med, met(h->mb[OP_FULL].med <= 4.5));
@@ -633,11 +773,14 @@ static void write_targets(FILE *f, const result *rs, int n)
                 r->name, crba[k].pin, r->mb[OP_MASS].med, crba[k].pin * scale, met(r->mb[OP_MASS].med <= crba[k].pin),
                 met(r->mb[OP_MASS].med <= crba[k].pin * scale));
     }
-    if (g_runs[0].valid) {
-        const run_stat *a = &g_runs[0], *b = &g_runs[NUM_RUNS - 1];
-        fprintf(f, "| chain10 10 s run: mbk RK-Merson wall <= 1/3 of Simbody RK-Merson (apt build), at drift <= 5.5e-7 | mbk %.4f s (drift %.2e, %ld steps), Simbody %.4f s (drift %.2e, %ld steps): Simbody/mbk %.2f | %s |\n",
-                a->wall_med, a->r.drift, a->r.steps, b->wall_med, b->r.drift, b->r.steps, b->wall_med / a->wall_med,
-                met(a->wall_med * 3 <= b->wall_med && a->r.drift <= 5.5e-7));
+    if (g_runs[RUN_MB_RKM_MATCHED].valid) {
+        const run_stat *a = &g_runs[RUN_MB_RKM_MATCHED], *b = &g_runs[RUN_SB_RKM_MATCHED];
+        fprintf(f, "| chain10 10 s run at relative energy drift <= %.2g: mbk wall <= 1/3 of Simbody's RK-Merson (apt build), each at the accuracy that reaches the drift | mbk RK-Merson accuracy %.3g: %.4f s (drift %.2e, %ld steps); Simbody RK-Merson accuracy %.3g: %.4f s (drift %.2e, %ld steps): Simbody/mbk %.2f | %s |\n",
+                DRIFT_TARGET, a->accuracy, a->wall_med, a->r.drift, a->r.steps, b->accuracy, b->wall_med, b->r.drift,
+                b->r.steps, b->wall_med / a->wall_med, met(a->reached && b->reached && a->wall_med * 3 <= b->wall_med));
+        a = &g_runs[RUN_MB_RKM], b = &g_runs[RUN_SB_RKM];
+        fprintf(f, "| (reference) the same at accuracy 1e-6 for both, drifts not matched | mbk %.4f s (drift %.2e), Simbody %.4f s (drift %.2e): Simbody/mbk %.2f | – |\n",
+                a->wall_med, a->r.drift, b->wall_med, b->r.drift, b->wall_med / a->wall_med);
     }
     double cw = 0;
     const char *cwn = "";
@@ -647,96 +790,16 @@ static void write_targets(FILE *f, const result *rs, int n)
             cwn = rs[i].name;
         }
     if (cw > 0) fprintf(f, "| State copy <= 2x memcpy of the same bytes | worst %.2fx (%s) | %s |\n", cw, cwn, met(cw <= 2.0));
-    int alloc_ok = 1;
-    for (int i = 0; i < n; ++i)
-        if (rs[i].allocs[OP_FULL] != 0 || rs[i].allocs[OP_UONLY] != 0) alloc_ok = 0;
-    for (int k = 0; k < NUM_RUN_KINDS; ++k)
-        if (g_runs[k].valid && g_runs[k].r.allocs_per_step != 0) alloc_ok = 0;
-    fprintf(f, "| 0 heap allocations per realize cycle and per integrator step | full/u-only cycles on every model%s | %s |\n",
-            g_runs[0].valid ? "; RK-Merson, CVODE BDF and Adams steps on chain10" : "", met(alloc_ok));
+    fprintf(f, "| 0 heap allocations per realize cycle and per integrator step | every timed mbk operation on every model (full, u-only, Position, RNEA, M, M^-1 v, constrained forward dynamics, RK-Merson step)%s | %s |\n",
+            g_runs[0].valid ? "; whole runs: RK-Merson, CVODE BDF and Adams steps on chain10" : "", met(allocations_ok(rs, n)));
     fprintf(f, "\n");
 }
 
-static void write_report(FILE *f, const result *rs, int n, double wall)
+/* One table per operation: median and min of both libraries, ns per body, ratios. */
+static void write_op_tables(FILE *f, const result *rs, int n)
 {
-    char cpu[256], date[64];
-    struct utsname un;
-    uname(&un);
-    time_t t = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
-    fprintf(f, "# Benchmarks: mbk side by side with Simbody and MuJoCo\n\n");
-    fprintf(f, "Generated by `make bench` (benchmarks/bench_main.c) on %s; the whole run took %.0f s.\n"
-               "Raw numbers: benchmarks/results.csv. **Do not compare absolute times across runs**: the\n"
-               "machine is shared and noisy (ANCHORS.md saw 0.55x-1.8x between passes); the ratios are\n"
-               "measured side by side in one run and are the meaningful figures.\n\n", date, wall);
-    fprintf(f, "Reproduce: `make bench` (about a minute; `make bench BENCH_ARGS=--quick` for a smoke run).\n\n");
-    fprintf(f, "## Setup\n\n");
-    fprintf(f, "- Machine: %s, %d logical CPUs, %s %s. Single-threaded.\n", cpu_name(cpu, sizeof cpu), num_cpus(),
-            un.sysname, un.release);
-    fprintf(f, "- Compiler: gcc %s. mbk (static library and benchmark driver) built with `%s`.\n", __VERSION__,
-            MBK_BENCH_CFLAGS);
-    fprintf(f, "- Simbody %s is **Debian's libsimbody build (apt), which is compiled without -DNDEBUG**;\n"
-               "  bench_simbody.cpp is compiled without NDEBUG too (required for the SimTK class layouts).\n"
-               "  **Every Simbody/mbk ratio below is against that build.** ANCHORS.md measured the apt build\n"
-               "  1.9x-2.8x slower than a Simbody release build, so the ratio against a release build would be\n"
-               "  about 2-3 times smaller (estimated in the targets table).\n", sb_version());
-    fprintf(f, "- Models exactly as in ANCHORS.md, built from one description for both libraries: 1 kg boxes\n"
-               "  1 x 0.1 x 0.1 m, central inertia diag(0.02/12, 1.01/12, 1.01/12), COM (0.5, 0, 0), joint at\n"
-               "  the body origin, children at (1, 0, 0), pin axes alternating y, z, y, ... (pin about F's z with\n"
-               "  X_PF = X_BM = R_x(-90 deg) for axis y); chainN, treeK (breadth-first numbering, root and left\n"
-               "  children y, right children z), humanoid (free base + 4 x 6 pins at (+-0.5, +-0.05, 0) + 3 pins\n"
-               "  at (0, 0, 0.05): 28 bodies, nu 33, nq 34). Gravity 9.81 along -z: Force::UniformGravity in\n"
-               "  Simbody; in mbk the built-in gravity element (mbk_force_add_gravity).\n"
-               "  q, u in [-1, 1) from a fixed seed; free base: random position, normalized\n"
-               "  random quaternion. chain3000 and chain10000 are run for mbk only.\n");
-    fprintf(f, "- Check before timing: mbk's udot, inverse-dynamics residual, M^-1 v and (nu <= %d) M agree with\n"
-               "  Simbody's to 1e-9 relative (max abs difference / max abs value) on every model, or the run stops.\n"
-               "  mbk-only models are checked for self-consistency (residual at mbk's own udot).\n", MASS_MATRIX_MAX_NU);
-    fprintf(f, "- Method: each operation is warmed up, then the repetitions per batch are sized so that a batch\n"
-               "  takes about %.0f ms; %d batches per library (fewer, at least 3, when one call is very slow), the\n"
-               "  two libraries interleaved batch by batch, alternating which goes first. Reported: median and\n"
-               "  minimum over batches of the time per call, ns per body (median / bodies, Ground excluded), and\n"
-               "  the ratio Simbody/mbk of the medians (>1: mbk faster). The mass matrix is timed for nu <= %d.\n",
-            opt.batch_s * 1e3, opt.batches, MASS_MATRIX_MAX_NU);
-    fprintf(f, "- Operations: **full** = set q and u, realize to Acceleration (Simbody: State::setQ/setU +\n"
-               "  realize(Acceleration)); **u-only** = set u, realize to Acceleration; **RNEA** = residual\n"
-               "  forces M udot + C - f with the gravity body forces and a random known udot, at a realized\n"
-               "  state; **M** = explicit mass matrix; **M^-1 v** at a realized state.\n\n");
-
-    /* targets */
-    fprintf(f, "## Targets (issue): full cycle\n\n");
-    fprintf(f, "Target 1: mbk's full cycle at least 5x faster than Simbody's setQ/setU + realize(Acceleration)\n"
-               "(here against the Debian apt build). Target 2: within 1.3x of Pinocchio's bare ABA figures in\n"
-               "ANCHORS.md. Those were measured on another machine (Cooper Lake), so target 2 is shown twice:\n"
-               "against the raw ANCHORS figure, and against that figure scaled by this run's Simbody apt time over\n"
-               "ANCHORS' Simbody apt time for the model (a machine-speed normalization). The last column estimates\n"
-               "the ratio against a Simbody **release** build, dividing by ANCHORS' apt/release factor.\n\n");
-    fprintf(f, "| model | mbk full µs | Simbody apt µs | Simbody/mbk | >= 5x | Pinocchio aba µs (ANCHORS) | mbk/Pinocchio raw | within 1.3x raw | Pinocchio scaled µs | mbk/Pinocchio scaled | within 1.3x scaled | est. Simbody release/mbk |\n");
-    fprintf(f, "|---|--:|--:|--:|:-:|--:|--:|:-:|--:|--:|:-:|--:|\n");
-    for (int i = 0; i < n; ++i) {
-        const result *r = &rs[i];
-        if (r->mbk_only) continue;
-        const bstat *a = &r->mb[OP_FULL], *b = &r->sb[OP_FULL];
-        double ratio = b->med / a->med;
-        char s1[32], s2[32];
-        fmt_us(s1, sizeof s1, a->med);
-        fmt_us(s2, sizeof s2, b->med);
-        fprintf(f, "| %s | %s | %s | %.2f | %s |", r->name, s1, s2, ratio, ratio >= 5.0 ? "met" : "**not met**");
-        const anchor *an = find_anchor(r->name);
-        if (an) {
-            double scale = b->med / an->sb_apt, pin_s = an->pin * scale;
-            fprintf(f, " %.3g%s | %.2f | %s | %.3g | %.2f | %s | %.2f |\n", an->pin, an->pin_estimated ? " (310 ns/body)" : "",
-                    a->med / an->pin, a->med <= 1.3 * an->pin ? "met" : "**not met**", pin_s, a->med / pin_s,
-                    a->med <= 1.3 * pin_s ? "met" : "**not met**", ratio / (an->sb_apt / an->sb_rel));
-        } else {
-            fprintf(f, " – | – | no anchor | – | – | no anchor | – |\n");
-        }
-    }
-    fprintf(f, "\n");
-
-    /* one table per operation */
     for (int op = 0; op < NUM_OPS; ++op) {
-        fprintf(f, "## %s\n\n", op_title[op]);
+        fprintf(f, "## %s\n\n", OPS[op].title);
         fprintf(f, "| model | bodies | mbk µs median | mbk µs min | mbk ns/body | Simbody µs median | Simbody µs min | Simbody ns/body | Simbody/mbk median | Simbody/mbk min |\n");
         fprintf(f, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
         for (int i = 0; i < n; ++i) {
@@ -758,6 +821,229 @@ static void write_report(FILE *f, const result *rs, int n, double wall)
         }
         fprintf(f, "\n");
     }
+}
+
+/* The constraint and contact models: how their states were made and checked. */
+static void write_special_models(FILE *f, const result *rs, int n)
+{
+    fprintf(f, "## Models with constraints and contacts\n\n");
+    fprintf(f, "- **fourbar**: three pins about y (ANCHORS boxes, x-z plane) from Ground's origin; link 3's tip\n"
+               "  (1, 0, 0) tied to Ground at (%g, 0, 0) by a Ball. A planar loop written in 3-D, **deliberately\n"
+               "  redundant**: 3 equations of rank 2 (the out-of-plane row is identically zero). Both libraries\n"
+               "  return the least-norm multipliers (out-of-plane multiplier 0), which is what the cross-check\n"
+               "  compares. Ground link 0.8 < links 1: a Grashof drag link without dead points.\n", BM_FOURBAR_GROUND);
+    fprintf(f, "- **chain10loop**: chain10 with its tip (1, 0, 0) of body 10 tied to Ground at (4, 0, -3) by a\n"
+               "  Ball: 3 independent equations, 7 degrees of freedom left.\n");
+    fprintf(f, "- Both are **assembled** from a seeded guess (fourbar: link 1 up, 2 along x, 3 down, each joint\n"
+               "  perturbed by up to 0.2 rad; chain10loop: the random chain10 state) by mbk_system_assemble to\n"
+               "  %g, and u (random) is **projected** onto the velocity constraints by mbk_system_project. Both\n"
+               "  libraries load that state; Simbody's own constraint errors there are checked to be <= %g.\n",
+            ASSEMBLY_TOL, CONSISTENT_TOL);
+    fprintf(f, "- **humanoid_contact**: the humanoid with a Hunt-Crossley sphere (radius %g m) at the tip of each\n"
+               "  leg (limbs at (+0.5, +-0.05, 0), bodies 7 and 13) against the ground z <= 0. Standing pose: level\n"
+               "  base with a random yaw, both legs down (+90 deg about y) with the same random bends of up to\n"
+               "  0.1 rad, arms and torso random, base height chosen so that both feet are %g mm deep; u random.\n"
+               "  One material on both surfaces: E 2e6 Pa, dissipation 0.4 s/m, friction static 0.9, dynamic 0.6,\n"
+               "  viscous 0.05 s/m, transition velocity 0.1 m/s (mbk_force_add_hunt_crossley_sphere; Simbody:\n"
+               "  HuntCrossleyForce on a GeneralContactSubsystem, one contact set per foot holding a\n"
+               "  ContactGeometry::HalfSpace on Ground and a ContactGeometry::Sphere, with the parameter mapping of\n"
+               "  tests/oracle/simbody_forces_oracle.cpp).\n", BM_FOOT_RADIUS, BM_FOOT_DEPTH * 1e3);
+    fprintf(f, "- MuJoCo is **not run** on these models: issue 7 runs it with contacts off, and its side models no\n"
+               "  loop closures.\n\n");
+    fprintf(f, "| model | bodies | constraint equations | rank | mbk max abs qerr / uerr | Simbody max abs qerr / uerr | contact depths mm | udot rel. diff | multipliers rel. diff | mbk constrained FD µs | Simbody µs | Simbody/mbk |\n");
+    fprintf(f, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    for (int i = 0; i < n; ++i) {
+        const result *r = &rs[i];
+        if (r->kind == MK_PLAIN) continue;
+        fprintf(f, "| %s | %d |", r->name, r->bodies);
+        if (r->kind == MK_CONSTRAINED)
+            fprintf(f, " %d | %d | %.1e / %.1e | %.1e / %.1e | – |", r->n_eq, r->rank, r->mb_perr, r->mb_verr, r->sb_perr,
+                    r->sb_verr);
+        else {
+            fprintf(f, " 0 | – | – | – |");
+            for (int k = 0; k < r->n_spheres; ++k) fprintf(f, "%s%.2f", k ? ", " : " ", r->depth[k] * 1e3);
+            fprintf(f, " |");
+        }
+        bench_op op = r->kind == MK_CONSTRAINED ? OP_CONSTRAINED : OP_FULL;
+        fprintf(f, " %.1e | ", r->err[op]);
+        if (op == OP_CONSTRAINED) fprintf(f, "%.1e |", r->err2[op]);
+        else fprintf(f, "– |");
+        if (op == OP_CONSTRAINED && r->mb[op].valid && r->sb[op].valid)
+            fprintf(f, " %.3f | %.3f | %.2f |\n", r->mb[op].med, r->sb[op].med, r->sb[op].med / r->mb[op].med);
+        else
+            fprintf(f, " – | – | – |\n");
+    }
+    fprintf(f, "\n");
+}
+
+/* Whole runs: accuracy 1e-6 and matched drift. */
+static void write_runs(FILE *f)
+{
+    if (!g_runs[0].valid) return;
+    fprintf(f, "## Whole runs: chain10, %g s simulated\n\n", RUN_T);
+    fprintf(f, "Same seeded initial state as the tables above; gravity only. Wall time covers initialize and\n"
+               "stepping to t = %g (no output). Median (and minimum) of %d interleaved repetitions. Drift is\n"
+               "|E(%g) - E(0)| / |E(0)|, E = kinetic + gravitational potential energy. mbk's heap\n"
+               "allocations per step are counted with mbk_get_allocation_count() (SUNDIALS' own\n"
+               "allocations, if any, are not seen by that counter).\n\n", RUN_T, g_runs[0].reps, RUN_T);
+    fprintf(f, "The first four rows run every integrator at accuracy %g. The **matched drift** rows search, for\n"
+               "each library's RK-Merson on its own, the accuracy that reaches the issue's drift: starting at %g and\n"
+               "halving (at most %d times) until the drift is <= %.2g (deterministic: the first accuracy of\n"
+               "that sequence that meets it; the search runs are not timed). The ratio column compares each mbk\n"
+               "run with the Simbody run of the same group.\n\n", RUN_ACC, RUN_ACC, MAX_HALVINGS, DRIFT_TARGET);
+    fprintf(f, "| run | accuracy | accuracies tried | wall s median | wall s min | steps | E0 J | relative energy drift | drift <= %.2g | µs per step | Simbody wall / this wall | mbk allocs/step |\n",
+            DRIFT_TARGET);
+    fprintf(f, "|---|--:|--:|--:|--:|--:|--:|--:|:-:|--:|--:|--:|\n");
+    for (int k = 0; k < NUM_RUNS; ++k) {
+        const run_stat *g = &g_runs[k];
+        char tried[16] = "–";
+        if (RUNS[k].matched) snprintf(tried, sizeof tried, "%d", g->searched);
+        fprintf(f, "| %s | %.3g | %s | %.4f | %.4f | %ld | %.2f | %.2e | %s | %.2f | %.2f | %s |\n", RUNS[k].title,
+                g->accuracy, tried, g->wall_med, g->wall_min, g->r.steps, g->r.e0, g->r.drift, g->reached ? "yes" : "no",
+                g->wall_med * 1e6 / (double)(g->r.steps ? g->r.steps : 1), g_runs[RUNS[k].peer].wall_med / g->wall_med,
+                RUNS[k].simbody ? "–" : g->r.allocs_per_step == 0 ? "0" : "**>0**");
+    }
+    fprintf(f, "\n");
+}
+
+/* Agreement with Simbody per operation, and mbk's heap allocations per call. */
+static void write_checks(FILE *f, const result *rs, int n)
+{
+    fprintf(f, "## Agreement with Simbody and heap allocations\n\n");
+    fprintf(f, "Relative differences (max abs difference / max abs Simbody value) of each operation's result at\n"
+               "the benchmark state, computed by the timed code path itself (prepare, one repetition): udot,\n"
+               "X_GB of every body (Position), residuals, M, M^-1 v, constrained udot / multipliers, and q / u\n"
+               "after one RK-Merson step. Self-check, every model: mbk's residual at its own udot, plus G^T lambda\n"
+               "on the loop models, relative to the residual at udot = 0 (rounding level).\n\n");
+    fprintf(f, "| model |");
+    for (int op = 0; op < NUM_OPS; ++op) fprintf(f, " %s |", OPS[op].name);
+    fprintf(f, " self-check |\n|---|");
+    for (int op = 0; op <= NUM_OPS; ++op) fprintf(f, "--:|");
+    fprintf(f, "\n");
+    for (int i = 0; i < n; ++i) {
+        const result *r = &rs[i];
+        fprintf(f, "| %s |", r->name);
+        for (int op = 0; op < NUM_OPS; ++op) {
+            if (r->err[op] == r->err[op]) fprintf(f, " %.1e", r->err[op]);
+            else fprintf(f, " –");
+            if (r->err2[op] == r->err2[op]) fprintf(f, " / %.1e", r->err2[op]);
+            fprintf(f, " |");
+        }
+        fprintf(f, " %.1e |\n", r->self_check);
+    }
+    fprintf(f, "\nmbk heap allocations per call, counted with mbk_get_allocation_count() over all timed batches\n"
+               "(the step includes its periodic re-initialization); every one must be 0.\n\n| model |");
+    for (int op = 0; op < NUM_OPS; ++op) fprintf(f, " %s |", OPS[op].name);
+    fprintf(f, "\n|---|");
+    for (int op = 0; op < NUM_OPS; ++op) fprintf(f, "--:|");
+    fprintf(f, "\n");
+    for (int i = 0; i < n; ++i) {
+        fprintf(f, "| %s |", rs[i].name);
+        for (int op = 0; op < NUM_OPS; ++op) {
+            if (rs[i].mb[op].valid) fprintf(f, " %g |", rs[i].allocs[op]);
+            else fprintf(f, " – |");
+        }
+        fprintf(f, "\n");
+    }
+    fprintf(f, "\n");
+}
+
+static void write_report(FILE *f, const result *rs, int n, double wall)
+{
+    char cpu[256], date[64];
+    struct utsname un;
+    uname(&un);
+    time_t t = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
+    fprintf(f, "# Benchmarks: mbk side by side with Simbody and MuJoCo\n\n");
+    fprintf(f, "Generated by `make bench` (benchmarks/bench_main.c) on %s; the whole run took %.0f s.\n"
+               "Raw numbers: benchmarks/results.csv. **Do not compare absolute times across runs**: the\n"
+               "machine is shared and noisy (ANCHORS.md saw 0.55x-1.8x between passes); the ratios are\n"
+               "measured side by side in one run and are the meaningful figures.\n\n", date, wall);
+    fprintf(f, "Reproduce: `make bench` (one to two minutes; `make bench BENCH_ARGS=--quick` for a smoke run).\n\n");
+    fprintf(f, "## Setup\n\n");
+    fprintf(f, "- Machine: %s, %d logical CPUs, %s %s. Single-threaded.\n", cpu_name(cpu, sizeof cpu), num_cpus(),
+            un.sysname, un.release);
+    fprintf(f, "- Compiler: gcc %s. mbk (static library and benchmark driver) built with `%s`.\n", __VERSION__,
+            MBK_BENCH_CFLAGS);
+    fprintf(f, "- Simbody %s is **Debian's libsimbody build (apt), which is compiled without -DNDEBUG**;\n"
+               "  bench_simbody.cpp is compiled without NDEBUG too (required for the SimTK class layouts).\n"
+               "  **Every Simbody/mbk ratio below is against that build.** ANCHORS.md measured the apt build\n"
+               "  1.9x-2.8x slower than a Simbody release build, so the ratio against a release build would be\n"
+               "  about 2-3 times smaller (estimated in the targets table).\n", sb_version());
+    fprintf(f, "- Models exactly as in ANCHORS.md, built from one description for both libraries: 1 kg boxes\n"
+               "  1 x 0.1 x 0.1 m, central inertia diag(0.02/12, 1.01/12, 1.01/12), COM (0.5, 0, 0), joint at\n"
+               "  the body origin, children at (1, 0, 0), pin axes alternating y, z, y, ... (pin about F's z with\n"
+               "  X_PF = X_BM = R_x(-90 deg) for axis y); chainN, treeK (breadth-first numbering, root and left\n"
+               "  children y, right children z), humanoid (free base + 4 x 6 pins at (+-0.5, +-0.05, 0) + 3 pins\n"
+               "  at (0, 0, 0.05): 28 bodies, nu 33, nq 34). Gravity 9.81 along -z: Force::UniformGravity in\n"
+               "  Simbody; in mbk the built-in gravity element (mbk_force_add_gravity).\n"
+               "  q, u in [-1, 1) from a fixed seed; free base: random position, normalized\n"
+               "  random quaternion. chain3000 and chain10000 are run for mbk only. Plus the constraint and\n"
+               "  contact models of issue 7 (fourbar, chain10loop, humanoid_contact), described in their section.\n");
+    fprintf(f, "- Check before timing: every timed operation is run once on each side through the timed code\n"
+               "  path, and its result (udot, body poses, residual, M for nu <= %d, M^-1 v, constrained udot and\n"
+               "  multipliers, q and u after one step) must agree with Simbody's to 1e-9 relative (max abs\n"
+               "  difference / max abs value; two-part results part by part), or the run stops with an error.\n"
+               "  mbk-only models are checked for self-consistency (residual at mbk's own udot, + G^T lambda with\n"
+               "  constraints, must vanish to 1e-9).\n", MASS_MATRIX_MAX_NU);
+    fprintf(f, "- Method: each operation is warmed up, then the repetitions per batch are sized so that a batch\n"
+               "  takes about %.0f ms; %d batches per library (fewer, at least 3, when one call is very slow), the\n"
+               "  libraries interleaved batch by batch, rotating which goes first. Reported: median and\n"
+               "  minimum over batches of the time per call, ns per body (median / bodies, Ground excluded), and\n"
+               "  the ratio Simbody/mbk of the medians (>1: mbk faster). The mass matrix is timed for nu <= %d.\n",
+            opt.batch_s * 1e3, opt.batches, MASS_MATRIX_MAX_NU);
+    fprintf(f, "- Operations: **full** = set q and u, realize to Acceleration (Simbody: State::setQ/setU +\n"
+               "  realize(Acceleration)); **u-only** = set u, realize to Acceleration; **Position** = set q,\n"
+               "  realize to Position; **RNEA with kinematics** = set q and u, realize to Velocity, then the\n"
+               "  residual forces M udot + C - f (applied body forces at the benchmark state, a random known\n"
+               "  udot; Simbody: calcResidualForceIgnoringConstraints); **RNEA, kinematics cached** = that\n"
+               "  residual alone at a state realized to Acceleration; **M** = explicit mass matrix; **M^-1 v** at\n"
+               "  a realized state; **constrained** = the full cycle on a model with constraints (udot and\n"
+               "  multipliers); **step** = one RK-Merson step.\n");
+    fprintf(f, "- Step: the same method on both sides, RK-Merson (mbk_integrator_create_rkmerson,\n"
+               "  SimTK::RungeKuttaMersonIntegrator) with a **fixed step of %g s** (mbk_integrator_set_fixed_step,\n"
+               "  Integrator::setFixedStepSize; the error estimate is not used to reject steps), constraint\n"
+               "  tolerance %g, projection after every step. One call is step_to(t + h) / stepTo(t + h);\n"
+               "  every %d steps the integrator is initialized again from the benchmark state (amortized\n"
+               "  in the time per step), so both follow the same short trajectory. A fixed step costs the same\n"
+               "  whatever h; h is small because the random states are violent (chain1000 blows up after\n"
+               "  0.126 s at h = 1 ms, in both libraries).\n\n",
+            BENCH_STEP_H, BENCH_STEP_CONS_TOL, BENCH_STEP_RESET);
+
+    /* targets */
+    fprintf(f, "## Targets (issue): full cycle\n\n");
+    fprintf(f, "Target 1: mbk's full cycle at least 5x faster than Simbody's setQ/setU + realize(Acceleration)\n"
+               "(here against the Debian apt build). Target 2: within 1.3x of Pinocchio's bare ABA figures in\n"
+               "ANCHORS.md. Those were measured on another machine (Cooper Lake), so target 2 is shown twice:\n"
+               "against the raw ANCHORS figure, and against that figure scaled by this run's Simbody apt time over\n"
+               "ANCHORS' Simbody apt time for the model (a machine-speed normalization). The last column estimates\n"
+               "the ratio against a Simbody **release** build, dividing by ANCHORS' apt/release factor.\n\n");
+    fprintf(f, "| model | mbk full µs | Simbody apt µs | Simbody/mbk | >= 5x | Pinocchio aba µs (ANCHORS) | mbk/Pinocchio raw | within 1.3x raw | Pinocchio scaled µs | mbk/Pinocchio scaled | within 1.3x scaled | est. Simbody release/mbk |\n");
+    fprintf(f, "|---|--:|--:|--:|:-:|--:|--:|:-:|--:|--:|:-:|--:|\n");
+    for (int i = 0; i < n; ++i) {
+        const result *r = &rs[i];
+        if (r->mbk_only || r->kind != MK_PLAIN) continue;
+        const bstat *a = &r->mb[OP_FULL], *b = &r->sb[OP_FULL];
+        double ratio = b->med / a->med;
+        char s1[32], s2[32];
+        fmt_us(s1, sizeof s1, a->med);
+        fmt_us(s2, sizeof s2, b->med);
+        fprintf(f, "| %s | %s | %s | %.2f | %s |", r->name, s1, s2, ratio, ratio >= 5.0 ? "met" : "**not met**");
+        const anchor *an = find_anchor(r->name);
+        if (an) {
+            double scale = b->med / an->sb_apt, pin_s = an->pin * scale;
+            fprintf(f, " %.3g%s | %.2f | %s | %.3g | %.2f | %s | %.2f |\n", an->pin, an->pin_estimated ? " (310 ns/body)" : "",
+                    a->med / an->pin, a->med <= 1.3 * an->pin ? "met" : "**not met**", pin_s, a->med / pin_s,
+                    a->med <= 1.3 * pin_s ? "met" : "**not met**", ratio / (an->sb_apt / an->sb_rel));
+        } else {
+            fprintf(f, " – | – | no anchor | – | – | no anchor | – |\n");
+        }
+    }
+    fprintf(f, "\n");
+
+    write_op_tables(f, rs, n);
+    write_special_models(f, rs, n);
 
     /* MuJoCo */
     fprintf(f, "## MuJoCo %s mj_forward (full cycle), side by side\n\n", mjb_version());
@@ -765,14 +1051,15 @@ static void write_report(FILE *f, const result *rs, int n, double wall)
                "are split into `<include>` files because MuJoCo 2.2.2 rejects XML nested deeper than 100), contacts\n"
                "disabled, no damping/armature/limits, explicit inertials. Timed: copy qpos and qvel into mjData,\n"
                "mj_forward. udot was checked against mbk (free joint converted: MuJoCo's angular qvel/qacc is in\n"
-               "the body frame, mbk's in World) to 1e-9 relative before timing. Interleaved with mbk and Simbody.\n\n");
+               "the body frame, mbk's in World) to 1e-9 relative before timing. Interleaved with mbk and Simbody.\n"
+               "Not run on fourbar, chain10loop and humanoid_contact (contacts off, no loop closures).\n\n");
     fprintf(f, "| model | bodies | mbk µs | Simbody µs | MuJoCo µs | MuJoCo ns/body | Simbody/mbk | MuJoCo/mbk | udot rel. diff MuJoCo vs mbk |\n");
     fprintf(f, "|---|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for (int i = 0; i < n; ++i) {
         const result *r = &rs[i];
         if (r->mj_excluded) {
             fprintf(f, "| %s | %d | – | – | not timed | – | – | – | %.1e: over 1e-9, MuJoCo's dense factorization (ANCHORS: 1.5e-8 at chain1000); mbk vs Simbody %.1e |\n",
-                    r->name, r->bodies, r->err_mj, r->err_udot);
+                    r->name, r->bodies, r->err_mj, r->err[OP_FULL]);
             continue;
         }
         if (!r->has_mj) continue;
@@ -787,24 +1074,7 @@ static void write_report(FILE *f, const result *rs, int n, double wall)
     fprintf(f, "\n![ns per body against N](benchmarks_ns_per_body.svg)\n\n"
                "[Plot: full-cycle ns per body against N on chains, every library](benchmarks_ns_per_body.svg)\n\n");
 
-    /* whole runs */
-    if (g_runs[0].valid) {
-        fprintf(f, "## Whole runs: chain10, %g s simulated, accuracy %g\n\n", RUN_T, RUN_ACC);
-        fprintf(f, "Same seeded initial state as the tables above; gravity only. Wall time covers initialize and\n"
-                   "stepping to t = %g (no output). Median (and minimum) of %d interleaved repetitions. Drift is\n"
-                   "|E(%g) - E(0)| / |E(0)|, E = kinetic + gravitational potential energy. mbk's heap\n"
-                   "allocations per step are counted with mbk_get_allocation_count() (SUNDIALS' own\n"
-                   "allocations, if any, are not seen by that counter).\n\n", RUN_T, g_runs[0].reps, RUN_T);
-        fprintf(f, "| run | wall s median | wall s min | steps | E0 J | relative energy drift | µs per step | Simbody RK-Merson wall / this wall | mbk allocs/step |\n");
-        fprintf(f, "|---|--:|--:|--:|--:|--:|--:|--:|--:|\n");
-        for (int k = 0; k < NUM_RUNS; ++k) {
-            const run_stat *g = &g_runs[k];
-            fprintf(f, "| %s | %.4f | %.4f | %ld | %.2f | %.2e | %.2f | %.2f | %s |\n", run_title[k], g->wall_med, g->wall_min,
-                    g->r.steps, g->r.e0, g->r.drift, g->wall_med * 1e6 / (double)(g->r.steps ? g->r.steps : 1),
-                    g_runs[NUM_RUNS - 1].wall_med / g->wall_med, k < NUM_RUN_KINDS ? (g->r.allocs_per_step == 0 ? "0" : "**>0**") : "–");
-        }
-        fprintf(f, "\n");
-    }
+    write_runs(f);
 
     /* state copy */
     fprintf(f, "## State copy and State size\n\n");
@@ -821,63 +1091,45 @@ static void write_report(FILE *f, const result *rs, int n, double wall)
     fprintf(f, "\n");
 
     write_targets(f, rs, n);
-
-    /* checks and allocations */
-    fprintf(f, "## Agreement with Simbody and heap allocations\n\n");
-    fprintf(f, "Relative differences (max abs difference / max abs Simbody value) at the benchmark state, and mbk\n"
-               "heap allocations per call counted with mbk_get_allocation_count() over all timed batches (a\n"
-               "realize cycle must allocate nothing).\n\n");
-    fprintf(f, "| model | udot | residual | M^-1 v | M | self-check | allocs/full | allocs/u-only | allocs/RNEA | allocs/M | allocs/M^-1 v |\n");
-    fprintf(f, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
-    for (int i = 0; i < n; ++i) {
-        const result *r = &rs[i];
-        if (r->mbk_only) fprintf(f, "| %s | – | – | – | – | %.1e |", r->name, r->self_check);
-        else {
-            fprintf(f, "| %s | %.1e | %.1e | %.1e | ", r->name, r->err_udot, r->err_res, r->err_minv);
-            if (r->err_M == r->err_M) fprintf(f, "%.1e |", r->err_M);
-            else fprintf(f, "– |");
-            fprintf(f, " %.1e |", r->self_check);
-        }
-        for (int op = 0; op < NUM_OPS; ++op) {
-            if (r->mb[op].valid) fprintf(f, " %g |", r->allocs[op]);
-            else fprintf(f, " – |");
-        }
-        fprintf(f, "\n");
-    }
-    fprintf(f, "\n");
+    write_checks(f, rs, n);
 }
 
 static void write_csv(FILE *f, const result *rs, int n)
 {
-    fprintf(f, "model,bodies,nu,op,library,reps_per_batch,batches,median_us,min_us,ns_per_body,ratio_simbody_over_mbk_median,allocs_per_call\n");
+    fprintf(f, "model,bodies,nu,op,library,reps_per_batch,batches,median_us,min_us,ns_per_body,ratio_simbody_over_mbk_median,allocs_per_call,rel_diff_vs_simbody,accuracy,energy_drift\n");
     for (int i = 0; i < n; ++i) {
         const result *r = &rs[i];
         for (int op = 0; op < NUM_OPS; ++op) {
             const bstat *a = &r->mb[op], *b = &r->sb[op];
             if (!a->valid) continue;
-            fprintf(f, "%s,%d,%d,%s,mbk,%ld,%d,%.6g,%.6g,%.6g,%s,%g\n", r->name, r->bodies, r->nu, op_name[op], a->reps,
-                    a->batches, a->med, a->min, a->med * 1e3 / r->bodies, "", r->allocs[op]);
+            double e = r->err2[op] == r->err2[op] && r->err2[op] > r->err[op] ? r->err2[op] : r->err[op];
+            char diff[32] = "";
+            if (e == e) snprintf(diff, sizeof diff, "%.3g", e);
+            fprintf(f, "%s,%d,%d,%s,mbk,%ld,%d,%.6g,%.6g,%.6g,,%g,%s,,\n", r->name, r->bodies, r->nu, OPS[op].name, a->reps,
+                    a->batches, a->med, a->min, a->med * 1e3 / r->bodies, r->allocs[op], diff);
             if (b->valid)
-                fprintf(f, "%s,%d,%d,%s,simbody_apt,%ld,%d,%.6g,%.6g,%.6g,%.6g,\n", r->name, r->bodies, r->nu, op_name[op],
-                        b->reps, b->batches, b->med, b->min, b->med * 1e3 / r->bodies, b->med / a->med);
+                fprintf(f, "%s,%d,%d,%s,simbody_apt,%ld,%d,%.6g,%.6g,%.6g,%.6g,,,,\n", r->name, r->bodies, r->nu,
+                        OPS[op].name, b->reps, b->batches, b->med, b->min, b->med * 1e3 / r->bodies, b->med / a->med);
             if (op == OP_FULL && r->has_mj)
-                fprintf(f, "%s,%d,%d,full,mujoco_mj_forward,%ld,%d,%.6g,%.6g,%.6g,,\n", r->name, r->bodies, r->nu, r->mj.reps,
-                        r->mj.batches, r->mj.med, r->mj.min, r->mj.med * 1e3 / r->bodies);
+                fprintf(f, "%s,%d,%d,full,mujoco_mj_forward,%ld,%d,%.6g,%.6g,%.6g,,,%.3g,,\n", r->name, r->bodies, r->nu,
+                        r->mj.reps, r->mj.batches, r->mj.med, r->mj.min, r->mj.med * 1e3 / r->bodies, r->err_mj);
         }
         if (r->copy.valid) {
-            fprintf(f, "%s,%d,%d,state_copy,mbk,%ld,%d,%.6g,%.6g,%.6g,,\n", r->name, r->bodies, r->nu, r->copy.reps,
+            fprintf(f, "%s,%d,%d,state_copy,mbk,%ld,%d,%.6g,%.6g,%.6g,,,,,\n", r->name, r->bodies, r->nu, r->copy.reps,
                     r->copy.batches, r->copy.med, r->copy.min, r->copy.med * 1e3 / r->bodies);
-            fprintf(f, "%s,%d,%d,state_copy,memcpy_%zu_bytes,%ld,%d,%.6g,%.6g,%.6g,,\n", r->name, r->bodies, r->nu,
+            fprintf(f, "%s,%d,%d,state_copy,memcpy_%zu_bytes,%ld,%d,%.6g,%.6g,%.6g,,,,,\n", r->name, r->bodies, r->nu,
                     r->state_bytes, r->mcpy.reps, r->mcpy.batches, r->mcpy.med, r->mcpy.min, r->mcpy.med * 1e3 / r->bodies);
         }
     }
+    /* whole runs: reps_per_batch = steps, batches = repetitions, times = wall per run */
     for (int k = 0; k < NUM_RUNS; ++k) {
         const run_stat *g = &g_runs[k];
         if (!g->valid) continue;
-        fprintf(f, "chain10,10,10,run_10s_%s,%s,%ld,%d,%.6g,%.6g,,,%g\n",
-                k == 0 ? "rkmerson" : k == 1 ? "cvode_bdf" : k == 2 ? "cvode_adams" : "rkmerson",
-                k < NUM_RUN_KINDS ? "mbk" : "simbody_apt", g->r.steps, g->reps, g->wall_med * 1e6, g->wall_min * 1e6,
-                k < NUM_RUN_KINDS ? g->r.allocs_per_step : 0.0);
+        char allocs[32] = "";
+        if (!RUNS[k].simbody) snprintf(allocs, sizeof allocs, "%g", g->r.allocs_per_step);
+        fprintf(f, "chain10,10,10,%s,%s,%ld,%d,%.6g,%.6g,,%.6g,%s,,%.6g,%.6g\n", RUNS[k].csv_op, RUNS[k].library,
+                g->r.steps, g->reps, g->wall_med * 1e6, g->wall_min * 1e6, g_runs[RUNS[k].peer].wall_med / g->wall_med,
+                allocs, g->accuracy, g->r.drift);
     }
 }
 
@@ -904,8 +1156,7 @@ int main(int argc, char **argv)
     if (opt.batches < 3) opt.batches = 3;
     if (opt.batch_s <= 0) opt.batch_s = 0.030;
     double t0 = now();
-    result *rs = calloc(NUM_MODELS, sizeof *rs);
-    if (!rs) die("out of memory");
+    result *rs = xcalloc(NUM_MODELS, sizeof *rs);
     int n = 0;
     for (int i = 0; i < NUM_MODELS; ++i) {
         bm_model probe;
@@ -940,14 +1191,10 @@ int main(int argc, char **argv)
         fclose(f);
         printf("wrote %s\n", opt.csv);
     }
-    int bad_alloc = 0;
-    for (int i = 0; i < n; ++i)
-        if (rs[i].allocs[OP_FULL] != 0 || rs[i].allocs[OP_UONLY] != 0) bad_alloc = 1;
-    for (int k = 0; k < NUM_RUN_KINDS; ++k)
-        if (g_runs[k].valid && g_runs[k].r.allocs_per_step != 0) bad_alloc = 1;
+    int ok = allocations_ok(rs, n);
     free(rs);
-    if (bad_alloc) {
-        fprintf(stderr, "mbk_bench: a realize cycle allocated heap memory (see the allocation table)\n");
+    if (!ok) {
+        fprintf(stderr, "mbk_bench: an mbk operation or integrator step allocated heap memory (see the allocation table)\n");
         return 3;
     }
     return 0;

@@ -1,9 +1,9 @@
 /* bench_mbk.c - the mbk side of the benchmark.
  *
- * Gravity is a tiny subsystem added after matter: at Dynamics it adds m g at
- * each body's centre of mass into the body-force accumulator, as the moment
- * c_G x m g about the body origin and the force m g (c_G: the COM offset
- * expressed in Ground, from the body transform). */
+ * Gravity is the built-in element (mbk_force_add_gravity); contact spheres are
+ * mbk_force_add_hunt_crossley_sphere elements against the ground half-space,
+ * loop closures mbk_constraint_add_ball. OP_STEP uses an RK-Merson integrator
+ * with a fixed step (see bench_sides.h). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +20,9 @@ struct mb_side {
     const mbk_matter *m;
     mbk_state *s;
     mbk_state *copy;         /* destination of the State-copy benchmark */
+    mbk_integrator *ig;      /* OP_STEP: fixed-step RK-Merson */
+    long steps;              /* OP_STEP: steps since the last reset */
+    const bm_model *model;   /* the description (outlives the side) */
     unsigned char *buf_a, *buf_b; /* memcpy benchmark */
     int nb, nq, nu;
     double *q, *u, *v, *kud, *res, *minv, *M, *zeros;
@@ -53,6 +56,7 @@ void mb_destroy(mb_side *s)
     if (!s) return;
     mbk_state_destroy(s->s);
     mbk_state_destroy(s->copy);
+    mbk_integrator_destroy(s->ig);
     free(s->buf_a);
     free(s->buf_b);
     mbk_system_destroy(s->sys);
@@ -73,6 +77,7 @@ mb_side *mb_create(const bm_model *model)
     mb_side *s = calloc(1, sizeof *s);
     if (!s) goto oom;
     s->nb = model->n + 1;
+    s->model = model;
     s->sys = mbk_multibody_create(model->name);
     if (!s->sys) { fail("mbk_multibody_create"); goto bad; }
     mbk_matter *m = mbk_multibody_upd_matter(s->sys);
@@ -89,6 +94,24 @@ mb_side *mb_create(const bm_model *model)
     /* gravity is the built-in element (zero height 0: PE = -sum m g . p_com) */
     mbk_vec3 g = mbk_vec3_make(model->gravity[0], model->gravity[1], model->gravity[2]);
     if (mbk_force_add_gravity(mbk_multibody_upd_forces(s->sys), g) < 0) { fail("mbk_force_add_gravity"); goto bad; }
+    /* contact spheres and loop closures, as described */
+    for (int k = 0; k < model->n_spheres; ++k) {
+        const double *c = model->spheres[k].center;
+        if (mbk_force_add_hunt_crossley_sphere(mbk_multibody_upd_forces(s->sys), model->spheres[k].body,
+                                               mbk_vec3_make(c[0], c[1], c[2]), model->spheres[k].radius,
+                                               model->ground_z, model->hc) < 0) {
+            fail("mbk_force_add_hunt_crossley_sphere");
+            goto bad;
+        }
+    }
+    for (int k = 0; k < model->n_balls; ++k) {
+        const double *s1 = model->balls[k].s1, *s2 = model->balls[k].s2;
+        if (mbk_constraint_add_ball(m, model->balls[k].b1, mbk_vec3_make(s1[0], s1[1], s1[2]), model->balls[k].b2,
+                                    mbk_vec3_make(s2[0], s2[1], s2[2])) < 0) {
+            fail("mbk_constraint_add_ball");
+            goto bad;
+        }
+    }
     s->m = mbk_multibody_get_matter(s->sys);
     if (mbk_system_realize_topology(s->sys) < 0) { fail("mbk_system_realize_topology"); goto bad; }
     s->s = mbk_state_create();
@@ -148,17 +171,74 @@ int mb_set_inputs(mb_side *s, const double *q, const double *u, const double *v,
     return 0;
 }
 
-int mb_eval(mb_side *s, bench_out *out)
+int mb_make_consistent(mb_side *s, double *q, double *u, double tol)
 {
-    int rc = load(s);
+    if (s->model->n_balls == 0) return 0;
+    if (mbk_state_set_q(s->s, q, s->nq) < 0) return fail("mbk_state_set_q");
+    if (mbk_system_assemble(s->sys, s->s, tol) < 0) return fail("mbk_system_assemble");
+    /* assembly leaves u alone; projection puts u on the velocity constraints */
+    if (mbk_state_set_u(s->s, u, s->nu) < 0) return fail("mbk_state_set_u");
+    if (mbk_system_project(s->sys, s->s, tol) < 0) return fail("mbk_system_project");
+    memcpy(q, mbk_state_get_q(s->s), (size_t)s->nq * sizeof(double));
+    memcpy(u, mbk_state_get_u(s->s), (size_t)s->nu * sizeof(double));
+    return 0;
+}
+
+int mb_result_len(mb_side *s, bench_op op)
+{
+    switch (op) {
+    case OP_FULL: case OP_UONLY: case OP_RNEA_KIN: case OP_RNEA: case OP_MINV: return s->nu;
+    case OP_POSITION: return 12 * (s->nb - 1);
+    case OP_MASS: return s->nu * s->nu;
+    case OP_CONSTRAINED: return s->model->n_balls ? s->nu + mbk_state_get_num_multipliers(s->s) : -1;
+    case OP_STEP: return s->nq + s->nu;
+    default: return -1;
+    }
+}
+
+int mb_eval(mb_side *s, bench_op op, double *out)
+{
+    /* exactly what is timed: prepare, one repetition, then read the result */
+    int rc = mb_prepare(s, op);
+    if (rc == 0) rc = mb_run(s, op, 1);
     if (rc < 0) return rc;
-    if (out->udot) memcpy(out->udot, mbk_state_get_udot(s->s), (size_t)s->nu * sizeof(double));
-    if (out->residual &&
-        mbk_matter_calc_residual_force(s->m, s->s, s->zeros, s->F, s->kud, out->residual) < 0)
-        return fail("mbk_matter_calc_residual_force");
-    if (out->M && mbk_matter_calc_mass_matrix(s->m, s->s, out->M) < 0) return fail("mbk_matter_calc_mass_matrix");
-    if (out->minv_v && mbk_matter_multiply_by_M_inverse(s->m, s->s, s->v, out->minv_v) < 0)
-        return fail("mbk_matter_multiply_by_M_inverse");
+    size_t nu = (size_t)s->nu;
+    switch (op) {
+    case OP_FULL: case OP_UONLY: memcpy(out, mbk_state_get_udot(s->s), nu * sizeof(double)); break;
+    case OP_RNEA_KIN: case OP_RNEA: memcpy(out, s->res, nu * sizeof(double)); break;
+    case OP_MINV: memcpy(out, s->minv, nu * sizeof(double)); break;
+    case OP_MASS: memcpy(out, s->M, nu * nu * sizeof(double)); break;
+    case OP_POSITION:
+        for (int b = 1; b < s->nb; ++b) {
+            mbk_transform X;
+            if (mbk_matter_get_body_transform(s->m, s->s, b, &X) < 0) return fail("mbk_matter_get_body_transform");
+            double *o = out + 12 * (b - 1);
+            for (int i = 0; i < 3; ++i)
+                for (int j = 0; j < 3; ++j) o[3 * i + j] = X.R.m[i][j];
+            o[9] = X.p.x, o[10] = X.p.y, o[11] = X.p.z;
+        }
+        break;
+    case OP_CONSTRAINED:
+        memcpy(out, mbk_state_get_udot(s->s), nu * sizeof(double));
+        memcpy(out + nu, mbk_state_get_multipliers(s->s), (size_t)mbk_state_get_num_multipliers(s->s) * sizeof(double));
+        break;
+    case OP_STEP: {
+        const mbk_state *st = mbk_integrator_get_state(s->ig);
+        memcpy(out, mbk_state_get_q(st), (size_t)s->nq * sizeof(double));
+        memcpy(out + s->nq, mbk_state_get_u(st), nu * sizeof(double));
+        break;
+    }
+    default:
+        return -1;
+    }
+    return 0;
+}
+
+/* OP_STEP: (re)start the fixed-step integrator from the benchmark state. */
+static int step_reset(mb_side *s)
+{
+    s->steps = 0;
+    if (mbk_integrator_initialize(s->ig, s->s) < 0) return fail("mbk_integrator_initialize");
     return 0;
 }
 
@@ -171,7 +251,15 @@ int mb_prepare(mb_side *s, bench_op op)
             return -1;
         }
     }
-    return load(s);
+    int rc = load(s);
+    if (rc < 0 || op != OP_STEP) return rc;
+    if (!s->ig) {
+        s->ig = mbk_integrator_create_rkmerson(s->sys);
+        if (!s->ig || mbk_integrator_set_fixed_step(s->ig, BENCH_STEP_H) < 0 ||
+            mbk_integrator_set_constraint_tolerance(s->ig, BENCH_STEP_CONS_TOL) < 0)
+            return fail("RK-Merson integrator setup");
+    }
+    return step_reset(s);
 }
 
 int mb_run(mb_side *s, bench_op op, long reps)
@@ -182,6 +270,7 @@ int mb_run(mb_side *s, bench_op op, long reps)
     int bad = 0;
     switch (op) {
     case OP_FULL:
+    case OP_CONSTRAINED: /* the same cycle; on a model with constraints it solves for the multipliers too */
         for (long r = 0; r < reps; ++r) {
             bad |= mbk_state_set_q(st, s->q, s->nq);
             bad |= mbk_state_set_u(st, s->u, s->nu);
@@ -194,6 +283,20 @@ int mb_run(mb_side *s, bench_op op, long reps)
             bad |= mbk_system_realize(sys, st, MBK_STAGE_ACCELERATION);
         }
         break;
+    case OP_POSITION:
+        for (long r = 0; r < reps; ++r) {
+            bad |= mbk_state_set_q(st, s->q, s->nq);
+            bad |= mbk_system_realize(sys, st, MBK_STAGE_POSITION);
+        }
+        break;
+    case OP_RNEA_KIN:
+        for (long r = 0; r < reps; ++r) {
+            bad |= mbk_state_set_q(st, s->q, s->nq);
+            bad |= mbk_state_set_u(st, s->u, s->nu);
+            bad |= mbk_system_realize(sys, st, MBK_STAGE_VELOCITY);
+            bad |= mbk_matter_calc_residual_force(m, st, s->zeros, s->F, s->kud, s->res);
+        }
+        break;
     case OP_RNEA:
         for (long r = 0; r < reps; ++r)
             bad |= mbk_matter_calc_residual_force(m, st, s->zeros, s->F, s->kud, s->res);
@@ -204,6 +307,14 @@ int mb_run(mb_side *s, bench_op op, long reps)
     case OP_MINV:
         for (long r = 0; r < reps; ++r) bad |= mbk_matter_multiply_by_M_inverse(m, st, s->v, s->minv);
         break;
+    case OP_STEP:
+        for (long r = 0; r < reps; ++r) {
+            if (s->steps == BENCH_STEP_RESET && step_reset(s) < 0) return -1;
+            ++s->steps;
+            if (mbk_integrator_step_to(s->ig, mbk_integrator_get_time(s->ig) + BENCH_STEP_H) != MBK_OK)
+                return fail("mbk_integrator_step_to");
+        }
+        break;
     default:
         return -1;
     }
@@ -211,11 +322,37 @@ int mb_run(mb_side *s, bench_op op, long reps)
     return 0;
 }
 
+int mb_constraint_info(mb_side *s, int *m, int *rank, double *perr, double *verr)
+{
+    int rc = load(s);
+    if (rc < 0) return rc;
+    if (mbk_matter_get_constraint_rank(s->m, s->s, rank, m) < 0) return fail("mbk_matter_get_constraint_rank");
+    const double *qe = mbk_state_get_qerr(s->s), *ue = mbk_state_get_uerr(s->s);
+    *perr = *verr = 0.0;
+    for (int i = 0; i < mbk_state_get_nqerr(s->s); ++i) *perr = fmax(*perr, fabs(qe[i]));
+    for (int i = 0; i < mbk_state_get_nuerr(s->s); ++i) *verr = fmax(*verr, fabs(ue[i]));
+    return 0;
+}
+
+int mb_sphere_depths(mb_side *s, double *depth)
+{
+    int rc = load(s);
+    if (rc < 0) return rc;
+    for (int k = 0; k < s->model->n_spheres; ++k) {
+        const double *c = s->model->spheres[k].center;
+        mbk_vec3 p;
+        if (mbk_matter_get_station_location(s->m, s->s, s->model->spheres[k].body, mbk_vec3_make(c[0], c[1], c[2]), &p) < 0)
+            return fail("mbk_matter_get_station_location");
+        depth[k] = s->model->spheres[k].radius - (p.z - s->model->ground_z);
+    }
+    return 0;
+}
+
 int mb_self_check(mb_side *s, double *rel)
 {
     int rc = load(s);
     if (rc < 0) return rc;
-    double *r0 = calloc((size_t)s->nu + 1, sizeof(double));
+    double *r0 = calloc(2 * (size_t)s->nu + 1, sizeof(double)), *gtl = r0 + s->nu;
     if (!r0) return -1;
     double big = 1.0, err = 0.0;
     if (mbk_matter_calc_residual_force(s->m, s->s, s->zeros, s->F, NULL, r0) < 0 ||
@@ -223,8 +360,14 @@ int mb_self_check(mb_side *s, double *rel)
         free(r0);
         return fail("mbk_matter_calc_residual_force");
     }
+    /* with constraints M udot + G^T lambda = f, so the residual (constraints ignored) is -G^T lambda */
+    if (mbk_state_get_num_multipliers(s->s) > 0 &&
+        mbk_matter_calc_G_transpose_times(s->m, s->s, mbk_state_get_multipliers(s->s), gtl) < 0) {
+        free(r0);
+        return fail("mbk_matter_calc_G_transpose_times");
+    }
     for (int i = 0; i < s->nu; ++i) {
-        double a = r0[i] < 0 ? -r0[i] : r0[i], e = s->res[i] < 0 ? -s->res[i] : s->res[i];
+        double a = fabs(r0[i]), e = fabs(s->res[i] + gtl[i]);
         if (a > big) big = a;
         if (e > err || e != e) err = e;
     }

@@ -154,6 +154,12 @@ mjb_side *mjb_create(const bm_model *mo)
     }
     s->n = mo->n;
     s->model = mo;
+    /* issue 7 runs MuJoCo with contacts off and without loop closures: such a model would
+       silently be a different one */
+    if (mo->n_balls > 0 || mo->n_spheres > 0) {
+        snprintf(g_err, sizeof g_err, "MuJoCo side: %s has constraints or contacts, which this side does not model", mo->name);
+        goto fail;
+    }
     for (int b = mo->n; b >= 1; --b) { /* keep children in model order */
         const bm_body *bd = &mo->bodies[b - 1];
         if (!same_rotation(bd->X_PF, bd->X_BM)) {

@@ -16,37 +16,66 @@ extern "C" {
 #endif
 
 typedef enum bench_op {
-    OP_FULL = 0, /* set q and u, realize to Acceleration */
-    OP_UONLY,    /* set u, realize to Acceleration (position work cached) */
-    OP_RNEA,     /* residual force (inverse dynamics) at a realized state */
-    OP_MASS,     /* explicit nu x nu mass matrix */
-    OP_MINV,     /* M^-1 v */
+    OP_FULL = 0,    /* set q and u, realize to Acceleration */
+    OP_UONLY,       /* set u, realize to Acceleration (position work cached) */
+    OP_POSITION,    /* set q, realize to Position */
+    OP_RNEA_KIN,    /* set q and u, realize to Velocity, residual force (RNEA with kinematics) */
+    OP_RNEA,        /* residual force at a state realized to Acceleration (kinematics cached) */
+    OP_MASS,        /* explicit nu x nu mass matrix */
+    OP_MINV,        /* M^-1 v */
+    OP_CONSTRAINED, /* constrained forward dynamics: set q and u, realize to Acceleration
+                       (udot and multipliers); models with constraints only */
+    OP_STEP,        /* one fixed RK-Merson step of BENCH_STEP_H (see below) */
     NUM_OPS
 } bench_op;
 
-/* Results of one evaluation at the inputs, in mbk's order. Any pointer may be NULL. */
-typedef struct bench_out {
-    double *udot;     /* nu: forward dynamics with gravity */
-    double *residual; /* nu: M known_udot + C - gravity forces */
-    double *M;        /* nu*nu, row-major */
-    double *minv_v;   /* nu */
-} bench_out;
+/* OP_STEP: the same method on both sides, RK-Merson (mbk_integrator_create_rkmerson,
+   SimTK::RungeKuttaMersonIntegrator) with a fixed step of BENCH_STEP_H s (error estimate
+   unused), projection after every step with constraint tolerance BENCH_STEP_CONS_TOL. One call
+   is one step_to(t + h) / stepTo(t + h); every BENCH_STEP_RESET steps (and at prepare) the
+   integrator is initialized again from the benchmark state, so the trajectory stays short and
+   identical on both sides (the reset is amortized over the steps). The cost of a fixed step does
+   not depend on h; h = 0.1 ms keeps 200 steps from the random states finite on every model
+   (chain1000 from its random state blows up after 0.126 s at h = 1 ms, in Simbody as in mbk;
+   chain10000, mbk only, at h = 0.1 ms after 400 steps). */
+#define BENCH_STEP_H 1e-4
+#define BENCH_STEP_CONS_TOL 1e-10
+enum { BENCH_STEP_RESET = 200 };
 
 /* ---- mbk ---- */
 typedef struct mb_side mb_side;
 mb_side *mb_create(const bm_model *model);
 void mb_destroy(mb_side *s);
-/* Load the inputs (copied) and realize to Acceleration; 0 or a negative status. */
+/* Load the inputs (copied) and realize to Acceleration; 0 or a negative status. v is for
+   M^-1 v, known_udot for inverse dynamics (whose applied forces are the body forces at the
+   inputs: gravity, and contact where the model has it). */
 int mb_set_inputs(mb_side *s, const double *q, const double *u, const double *v,
                   const double *known_udot);
-int mb_eval(mb_side *s, bench_out *out);
+/* Put q (assembly, tolerance tol) and then u (projection) on the model's constraints, in
+   place; a no-op without constraints. 0 or a negative status. */
+int mb_make_consistent(mb_side *s, double *q, double *u, double tol);
+/* Length of an op's result (see mb_eval); negative if the op does not apply to the model. */
+int mb_result_len(mb_side *s, bench_op op);
+/* Prepare the op, run it once and copy its result out (mbk's order):
+     full, u-only:     udot (nu)
+     position:         X_GB of bodies 1..n (12 each: R row-major, then p)
+     rnea_kin, rnea:   residual (nu)
+     mass matrix:      M (nu x nu, row-major)
+     M^-1 v:           nu
+     constrained:      udot (nu), then the multipliers (Simbody's sign and order)
+     step:             q (nq), then u (nu) after one step from the inputs */
+int mb_eval(mb_side *s, bench_op op, double *out);
 /* Prepare the state for an op (realized as the op needs); 0 on success. */
 int mb_prepare(mb_side *s, bench_op op);
 /* Run the op reps times; 0 on success, else the first failing status. */
 int mb_run(mb_side *s, bench_op op, long reps);
-/* Self-consistency without Simbody: max |residual(known_udot = udot)| relative to
+/* Self-consistency without Simbody: max |residual(known_udot = udot) + G^T lambda| relative to
    max(1, max |residual(known_udot = 0)|); should be at rounding level. */
 int mb_self_check(mb_side *s, double *rel);
+/* At the inputs: constraint equations m, rank of the acceleration solve, max |qerr|, max |uerr|. */
+int mb_constraint_info(mb_side *s, int *m, int *rank, double *perr, double *verr);
+/* At the inputs: penetration depth of each contact sphere (> 0: touching). */
+int mb_sphere_depths(mb_side *s, double *depth);
 long mb_allocation_count(void);
 const char *mb_last_error(void);
 
@@ -56,9 +85,12 @@ sb_side *sb_create(const bm_model *model);
 void sb_destroy(sb_side *s);
 int sb_set_inputs(sb_side *s, const double *q, const double *u, const double *v,
                   const double *known_udot);
-int sb_eval(sb_side *s, bench_out *out);
+int sb_result_len(sb_side *s, bench_op op);
+int sb_eval(sb_side *s, bench_op op, double *out);
 int sb_prepare(sb_side *s, bench_op op);
 int sb_run(sb_side *s, bench_op op, long reps);
+/* Simbody's own max |qerr| and |uerr| at the inputs (assembled state: ~0). */
+int sb_constraint_errors(sb_side *s, double *perr, double *verr);
 const char *sb_last_error(void);
 /* "3.7" etc. */
 const char *sb_version(void);

@@ -11,11 +11,13 @@
 
 #include "Simbody.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -64,6 +66,11 @@ struct sb_side {
     MultibodySystem system;
     SimbodyMatterSubsystem matter;
     GeneralForceSubsystem forces;
+    std::unique_ptr<GeneralContactSubsystem> contacts; // only on models with contact spheres
+    std::vector<MobilizedBody> mobods;                 // index 0 = Ground
+    std::unique_ptr<RungeKuttaMersonIntegrator> integ; // OP_STEP
+    long steps = 0;                                    // OP_STEP: steps since the last reset
+    bool constrained = false;
     State state;
     int nq = 0, nu = 0, nb = 0;
     std::vector<int> qmap, umap; // mbk index -> Simbody index
@@ -92,7 +99,7 @@ sb_side *sb_create(const bm_model *model)
     sb_side *s = nullptr;
     int rc = guarded([&] {
         s = new sb_side();
-        std::vector<MobilizedBody> mobods;
+        std::vector<MobilizedBody> &mobods = s->mobods;
         mobods.push_back(s->matter.Ground());
         for (int i = 1; i <= model->n; ++i) {
             const bm_body &b = model->bodies[i - 1];
@@ -104,6 +111,32 @@ sb_side *sb_create(const bm_model *model)
                 mobods.push_back(MobilizedBody::Pin(parent, to_transform(b.X_PF), body, to_transform(b.X_BM)));
         }
         Force::UniformGravity(s->forces, s->matter, Vec3(model->gravity[0], model->gravity[1], model->gravity[2]));
+        // Loop closures: Constraint::Ball(body1, station1, body2, station2), as mbk_constraint_add_ball.
+        for (int k = 0; k < model->n_balls; ++k) {
+            const auto &b = model->balls[k];
+            Constraint::Ball(mobods[b.b1], Vec3(b.s1[0], b.s1[1], b.s1[2]), mobods[b.b2], Vec3(b.s2[0], b.s2[1], b.s2[2]));
+        }
+        s->constrained = model->n_balls > 0;
+        // Contact spheres, mapped as tests/oracle/simbody_forces_oracle.cpp does: one contact set
+        // per sphere holding a HalfSpace on Ground (x >= 0 of its frame H, outward normal -x_H;
+        // R_GH = R_y(+pi/2) turns it into z <= ground_z with normal +z) and the Sphere, and one
+        // HuntCrossleyForce per set with the same material on both surfaces (mbk's single-material
+        // element). One set per sphere: the feet must not touch each other.
+        if (model->n_spheres > 0) s->contacts.reset(new GeneralContactSubsystem(s->system));
+        for (int k = 0; k < model->n_spheres; ++k) {
+            const auto &sp = model->spheres[k];
+            const ContactSetIndex set = s->contacts->createContactSet();
+            Mat33 R(0, 0, 1, 0, 1, 0, -1, 0, 0);
+            s->contacts->addBody(set, s->matter.Ground(), ContactGeometry::HalfSpace(),
+                                 Transform(Rotation(R, true), Vec3(0, 0, model->ground_z)));
+            s->contacts->addBody(set, mobods[sp.body], ContactGeometry::Sphere(sp.radius),
+                                 Transform(Vec3(sp.center[0], sp.center[1], sp.center[2])));
+            HuntCrossleyForce hc(s->forces, *s->contacts, set);
+            for (int surf = 0; surf < 2; ++surf)
+                hc.setBodyParameters(ContactSurfaceIndex(surf), model->hc[0], model->hc[1], model->hc[2], model->hc[3],
+                                     model->hc[4]);
+            hc.setTransitionVelocity(model->hc[5]);
+        }
         s->state = s->system.realizeTopology();
         s->system.realize(s->state, Stage::Instance);
         s->nq = s->state.getNQ();
@@ -158,30 +191,77 @@ int sb_set_inputs(sb_side *s, const double *q, const double *u, const double *v,
     });
 }
 
-int sb_eval(sb_side *s, bench_out *out)
+int sb_result_len(sb_side *s, bench_op op)
 {
+    switch (op) {
+    case OP_FULL: case OP_UONLY: case OP_RNEA_KIN: case OP_RNEA: case OP_MINV: return s->nu;
+    case OP_POSITION: return 12 * (s->nb - 1);
+    case OP_MASS: return s->nu * s->nu;
+    case OP_CONSTRAINED: return s->constrained ? s->nu + s->state.getNMultipliers() : -1;
+    case OP_STEP: return s->nq + s->nu;
+    default: return -1;
+    }
+}
+
+int sb_eval(sb_side *s, bench_op op, double *out)
+{
+    // exactly what is timed: prepare, one repetition, then read the result (mbk's order)
+    int rc = sb_prepare(s, op);
+    if (rc == 0) rc = sb_run(s, op, 1);
+    if (rc < 0) return rc;
     return guarded([&] {
-        load(s);
         const int n = s->nu;
-        if (out->udot) {
-            const Vector &ud = s->state.getUDot();
-            for (int i = 0; i < n; ++i) out->udot[i] = ud[s->umap[i]];
-        }
-        if (out->residual) {
-            s->matter.calcResidualForceIgnoringConstraints(s->state, s->zeros, s->F, s->kud, s->res);
-            for (int i = 0; i < n; ++i) out->residual[i] = s->res[s->umap[i]];
-        }
-        if (out->M) {
-            Matrix M;
-            s->matter.calcM(s->state, M);
+        auto copy_u = [&](const Vector &v, double *dst) {
+            for (int i = 0; i < n; ++i) dst[i] = v[s->umap[i]];
+        };
+        switch (op) {
+        case OP_FULL: case OP_UONLY: copy_u(s->state.getUDot(), out); break;
+        case OP_RNEA_KIN: case OP_RNEA: copy_u(s->res, out); break;
+        case OP_MINV: copy_u(s->minv, out); break;
+        case OP_MASS:
             for (int i = 0; i < n; ++i)
-                for (int j = 0; j < n; ++j) out->M[(size_t)i * n + j] = M(s->umap[i], s->umap[j]);
+                for (int j = 0; j < n; ++j) out[(size_t)i * n + j] = s->M(s->umap[i], s->umap[j]);
+            break;
+        case OP_POSITION:
+            for (int b = 1; b < s->nb; ++b) {
+                const Transform &X = s->mobods[b].getBodyTransform(s->state);
+                double *o = out + 12 * (b - 1);
+                for (int i = 0; i < 3; ++i)
+                    for (int j = 0; j < 3; ++j) o[3 * i + j] = X.R().asMat33()(i, j);
+                for (int i = 0; i < 3; ++i) o[9 + i] = X.p()[i];
+            }
+            break;
+        case OP_CONSTRAINED: {
+            copy_u(s->state.getUDot(), out);
+            const Vector &lambda = s->state.getMultipliers();
+            for (int i = 0; i < lambda.size(); ++i) out[n + i] = lambda[i];
+            break;
         }
-        if (out->minv_v) {
-            s->matter.multiplyByMInv(s->state, s->v, s->minv);
-            for (int i = 0; i < n; ++i) out->minv_v[i] = s->minv[s->umap[i]];
+        case OP_STEP: {
+            if (s->integ->getNumStepsTaken() != 1)
+                throw std::runtime_error("RK-Merson took " + std::to_string(s->integ->getNumStepsTaken()) +
+                                         " steps for one fixed step");
+            const State &st = s->integ->getState();
+            for (int i = 0; i < s->nq; ++i) out[i] = st.getQ()[s->qmap[i]];
+            copy_u(st.getU(), out + s->nq);
+            break;
+        }
+        default:
+            throw std::runtime_error("unknown op");
         }
     });
+}
+
+// OP_STEP: (re)start the fixed-step integrator from the benchmark state.
+static void step_reset(sb_side *s)
+{
+    s->steps = 0;
+    s->integ->initialize(s->state);
+    // Simbody's first stepTo after initialize only reports the start of the interval
+    const double t0 = s->integ->getTime();
+    if (s->integ->stepTo(t0 + BENCH_STEP_H) != Integrator::StartOfContinuousInterval ||
+        s->integ->getTime() != t0 || s->integ->getNumStepsTaken() != 0)
+        throw std::runtime_error("RK-Merson: unexpected first stepTo after initialize");
 }
 
 int sb_prepare(sb_side *s, bench_op op)
@@ -189,6 +269,13 @@ int sb_prepare(sb_side *s, bench_op op)
     return guarded([&] {
         if (op == OP_MASS && s->M.nrow() != s->nu) s->M.resize(s->nu, s->nu);
         load(s);
+        if (op != OP_STEP) return;
+        if (!s->integ) {
+            s->integ.reset(new RungeKuttaMersonIntegrator(s->system));
+            s->integ->setFixedStepSize(BENCH_STEP_H);
+            s->integ->setConstraintTolerance(BENCH_STEP_CONS_TOL);
+        }
+        step_reset(s);
     });
 }
 
@@ -200,6 +287,7 @@ int sb_run(sb_side *s, bench_op op, long reps)
         const SimbodyMatterSubsystem &m = s->matter;
         switch (op) {
         case OP_FULL:
+        case OP_CONSTRAINED: // the same cycle; with constraints it solves for the multipliers too
             for (long r = 0; r < reps; ++r) {
                 st.setQ(s->q);
                 st.setU(s->u);
@@ -212,6 +300,20 @@ int sb_run(sb_side *s, bench_op op, long reps)
                 sys.realize(st, Stage::Acceleration);
             }
             break;
+        case OP_POSITION:
+            for (long r = 0; r < reps; ++r) {
+                st.setQ(s->q);
+                sys.realize(st, Stage::Position);
+            }
+            break;
+        case OP_RNEA_KIN:
+            for (long r = 0; r < reps; ++r) {
+                st.setQ(s->q);
+                st.setU(s->u);
+                sys.realize(st, Stage::Velocity);
+                m.calcResidualForceIgnoringConstraints(st, s->zeros, s->F, s->kud, s->res);
+            }
+            break;
         case OP_RNEA:
             for (long r = 0; r < reps; ++r)
                 m.calcResidualForceIgnoringConstraints(st, s->zeros, s->F, s->kud, s->res);
@@ -222,9 +324,27 @@ int sb_run(sb_side *s, bench_op op, long reps)
         case OP_MINV:
             for (long r = 0; r < reps; ++r) m.multiplyByMInv(st, s->v, s->minv);
             break;
+        case OP_STEP:
+            for (long r = 0; r < reps; ++r) {
+                if (s->steps == BENCH_STEP_RESET) step_reset(s);
+                ++s->steps;
+                if (s->integ->stepTo(s->integ->getTime() + BENCH_STEP_H) != Integrator::ReachedReportTime)
+                    throw std::runtime_error("RK-Merson stepTo did not reach the report time");
+            }
+            break;
         default:
             throw std::runtime_error("unknown op");
         }
+    });
+}
+
+int sb_constraint_errors(sb_side *s, double *perr, double *verr)
+{
+    return guarded([&] {
+        load(s);
+        *perr = *verr = 0.0;
+        for (int i = 0; i < s->state.getNQErr(); ++i) *perr = std::max(*perr, std::fabs(s->state.getQErr()[i]));
+        for (int i = 0; i < s->state.getNUErr(); ++i) *verr = std::max(*verr, std::fabs(s->state.getUErr()[i]));
     });
 }
 
