@@ -457,8 +457,8 @@ static int small_inverse(double *A, int n, double tol)
             double t = A[col * n + j]; A[col * n + j] = A[piv * n + j]; A[piv * n + j] = t;
             t = inv[col * n + j]; inv[col * n + j] = inv[piv * n + j]; inv[piv * n + j] = t;
         }
-        double d = A[col * n + col];
-        for (int j = 0; j < n; ++j) { A[col * n + j] /= d; inv[col * n + j] /= d; }
+        double d = 1.0 / A[col * n + col]; /* one division per pivot, not 2n */
+        for (int j = 0; j < n; ++j) { A[col * n + j] *= d; inv[col * n + j] *= d; }
         for (int r = 0; r < n; ++r) {
             if (r == col) continue;
             double f = A[r * n + col];
