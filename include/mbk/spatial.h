@@ -85,8 +85,20 @@ static inline mbk_vec3 mbk_vec3_cross(mbk_vec3 a, mbk_vec3 b)
 /* |a|^2 */
 static inline double mbk_vec3_norm2(mbk_vec3 a) { return mbk_vec3_dot(a, a); }
 
+/* sqrt(s) for s = a sum of squares, or the overflow- and underflow-safe norm
+   from hypot when s is out of the range where squaring is exact enough
+   (sqrt of the sum is within an ulp or two there, and much cheaper) */
+static inline double mbk_norm_from_squares(double s, double a, double b, double c, double d)
+{
+    if (s > 1e-290 && s < 1e290) return sqrt(s);
+    return hypot(hypot(a, b), hypot(c, d));
+}
+
 /* |a| (overflow-safe) */
-static inline double mbk_vec3_norm(mbk_vec3 a) { return hypot(hypot(a.x, a.y), a.z); }
+static inline double mbk_vec3_norm(mbk_vec3 a)
+{
+    return mbk_norm_from_squares(a.x * a.x + a.y * a.y + a.z * a.z, a.x, a.y, a.z, 0.0);
+}
 
 /* a / |a|; the zero vector if |a| is 0 */
 static inline mbk_vec3 mbk_vec3_normalize(mbk_vec3 a)
@@ -313,7 +325,7 @@ static inline mbk_quat mbk_quat_identity(void) { return mbk_quat_make(1.0, 0.0, 
 /* q / |q|; the identity if |q| is 0 */
 static inline mbk_quat mbk_quat_normalize(mbk_quat q)
 {
-    double n = hypot(hypot(q.w, q.x), hypot(q.y, q.z));
+    double n = mbk_norm_from_squares(q.w * q.w + q.x * q.x + q.y * q.y + q.z * q.z, q.w, q.x, q.y, q.z);
     if (!(n > 0.0)) return mbk_quat_identity();
     return mbk_quat_make(q.w / n, q.x / n, q.y / n, q.z / n);
 }
