@@ -80,7 +80,7 @@ static int gravity_force(const fe_elem *e, const double *p, const mbk_force_ctx 
     const mt_pos *pos = mt_cache(m, s, C_POS);
     mbk_vec3 g = mbk_vec3_make(p[0], p[1], p[2]);
     for (int b = 1; b < m->nb; ++b) {
-        mbk_vec3 f = mbk_vec3_scale(g, m->bodies[b].mass);
+        mbk_vec3 f = mbk_vec3_scale(g, m->nodes[b].mass);
         F[b].w = mbk_vec3_add(F[b].w, mbk_vec3_cross(pos[b].c_G, f));
         F[b].v = mbk_vec3_add(F[b].v, f);
     }

@@ -75,6 +75,20 @@ static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF
                             const mbk_mass_props *body, const mbk_transform *X_BM,
                             const mbk_mobilizer *mob);
 
+/* The sweeps' packed copy of a body's hot fields. */
+static void set_node(mt_node *n, const mt_body *b)
+{
+    memset(n, 0, sizeof *n);
+    n->parent = b->parent;
+    n->nu = b->nu;
+    n->u0 = b->u0;
+    n->d0 = b->d0;
+    n->pin_slot = b->pin_slot;
+    n->pin = b->pin;
+    n->spin = b->spin;
+    n->mass = b->mass;
+}
+
 /* Exactly the identity: such frames are composed as plain translations. */
 static bool is_identity_rotation(const mbk_mat33 *R)
 {
@@ -125,6 +139,9 @@ static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF
         mt_body *nb = mbk_realloc(m->bodies, (size_t)cap * sizeof *nb);
         if (!nb) return MBK_ENOMEM;
         m->bodies = nb;
+        mt_node *nn = mbk_realloc(m->nodes, (size_t)cap * sizeof *nn);
+        if (!nn) return MBK_ENOMEM;
+        m->nodes = nn;
         m->cap = cap;
     }
     mt_body *b = &m->bodies[m->nb];
@@ -148,6 +165,7 @@ static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF
     b->run0 = parent > 0 && parent == m->nb - 1 ? m->bodies[parent].run0 : m->nb;
     m->nu += b->nu;
     m->nd += b->nu * b->nu;
+    set_node(&m->nodes[m->nb], b);
     return m->nb++;
 }
 
@@ -400,11 +418,11 @@ static mbk_spatial_vec coriolis_spin(const mt_pos *p, mbk_vec3 w, mbk_vec3 wr)
 
 /* Velocity-product force with classical accelerations of the body origin:
    the moment about the origin w x (I_o w), the force m w x (w x c). */
-static mbk_spatial_vec gyroscopic(const mt_body *b, const mt_pos *p, mbk_vec3 w)
+static mbk_spatial_vec gyroscopic(double mass, const mt_pos *p, mbk_vec3 w)
 {
     mbk_spatial_vec f;
     f.w = mbk_vec3_cross(w, mt_sym3_mul(&p->I_G, w));
-    f.v = mbk_vec3_scale(mbk_vec3_cross(w, mbk_vec3_cross(w, p->c_G)), b->mass);
+    f.v = mbk_vec3_scale(mbk_vec3_cross(w, mbk_vec3_cross(w, p->c_G)), mass);
     return f;
 }
 
@@ -423,20 +441,26 @@ static int mt_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     double *qdot = mbk_state_upd_subsystem_qdot(s, m->sub);
     memset(&vel[0], 0, sizeof vel[0]);
     for (int i = 1; i < m->nb; ++i) {
-        const mt_body *b = &m->bodies[i];
+        const mt_node *b = &m->nodes[i];
         const mbk_spatial_vec *Vp = &vel[b->parent].V_GB;
         mbk_spatial_vec Vr = b->spin ? mbk_spatial_vec_make(mbk_vec3_scale(H[b->u0].w, u[b->u0]), mbk_vec3_zero())
                                      : rel_velocity(H + b->u0, u + b->u0, b->nu);
         mt_vel *v = &vel[i];
         v->V_GB = mbk_spatial_vec_add(mbk_spatial_shift_motion(*Vp, pos[i].r_PB), Vr);
+        v->b = gyroscopic(b->mass, &pos[i], v->V_GB.w);
+        if (b->spin) v->a_c = coriolis_spin(&pos[i], Vp->w, Vr.w);
+        if (b->pin) {
+            if (!b->spin) v->a_c = coriolis(&pos[i], NULL, Vp, &Vr);
+            qdot[lay[2 * i]] = u[b->u0];
+            continue;
+        }
+        /* other joints through their ops */
+        const mbk_mobilizer *mob = &m->bodies[i].mob;
         const double *qb = qn + lay[2 * i];
         mbk_spatial_vec hd;
-        if (b->mob.ops->calc_Hdot_u) b->mob.ops->calc_Hdot_u(b->mob.impl, euler, qb, u + b->u0, &hd);
-        v->a_c = b->spin ? coriolis_spin(&pos[i], Vp->w, Vr.w)
-                         : coriolis(&pos[i], b->mob.ops->calc_Hdot_u ? &hd : NULL, Vp, &Vr);
-        v->b = gyroscopic(b, &pos[i], v->V_GB.w);
-        if (b->pin) qdot[lay[2 * i]] = u[b->u0];
-        else if (b->mob.ops->calc_qdot) b->mob.ops->calc_qdot(b->mob.impl, euler, qb, u + b->u0, qdot + lay[2 * i]);
+        if (mob->ops->calc_Hdot_u) mob->ops->calc_Hdot_u(mob->impl, euler, qb, u + b->u0, &hd);
+        v->a_c = coriolis(&pos[i], mob->ops->calc_Hdot_u ? &hd : NULL, Vp, &Vr);
+        if (mob->ops->calc_qdot) mob->ops->calc_qdot(mob->impl, euler, qb, u + b->u0, qdot + lay[2 * i]);
         else copy_small(qdot + lay[2 * i], u + b->u0, b->nu);
     }
     return m->ncons ? mt_constraints_velocity(m, s) : 0;
@@ -547,9 +571,9 @@ int mt_realize_abi(const mbk_matter *m, const mbk_state *s)
     const mbk_spatial_vec *H = mt_cache(m, s, C_H);
     mt_abi abi = mt_abi_of(m, s);
     for (int i = 1; i < m->nb; ++i)
-        mt_inertia_set_rigid(&abi.P[i], &pos[i].I_G, m->bodies[i].mass, pos[i].c_G);
+        mt_inertia_set_rigid(&abi.P[i], &pos[i].I_G, m->nodes[i].mass, pos[i].c_G);
     for (int i = m->nb - 1; i >= 1; --i) {
-        const mt_body *b = &m->bodies[i];
+        const mt_node *b = &m->nodes[i];
         mt_inertia Pplus;
         double *Dinv = abi.Dinv + b->d0;
         mbk_spatial_vec *G = abi.G + b->u0;
@@ -594,7 +618,7 @@ void mt_aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
     /* tip to base: articulated bias forces; udot holds eps = tau - H^T z meanwhile */
     mbk_spatial_vec carry = mbk_spatial_vec_zero(); /* z passed to body i - 1 */
     for (int i = m->nb - 1; i >= 1; --i) {
-        const mt_body *b = &m->bodies[i];
+        const mt_node *b = &m->nodes[i];
         const mbk_spatial_vec *Hb = H + b->u0, *Gb = abi.G + b->u0;
         mbk_spatial_vec zi = mbk_spatial_vec_add(z[i], carry);
         if (vel) zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_add(mt_inertia_mul(&abi.P[i], &vel[i].a_c), vel[i].b));
@@ -620,7 +644,7 @@ void mt_aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
     A[0] = mbk_spatial_vec_zero();
     mbk_spatial_vec Aprev = A[0]; /* A of body i - 1 */
     for (int i = 1; i < m->nb; ++i) {
-        const mt_body *b = &m->bodies[i];
+        const mt_node *b = &m->nodes[i];
         const mbk_spatial_vec *Hb = H + b->u0, *Gb = abi.G + b->u0;
         const double *Dinv = abi.Dinv + b->d0;
         double *ud = udot + b->u0;
@@ -664,10 +688,11 @@ static int mt_acceleration(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     const double *qn = mt_cache(m, s, C_QN), *u = mbk_state_get_subsystem_u(s, m->sub);
     double *qdd = mbk_state_upd_subsystem_qdotdot(s, m->sub);
     for (int i = 1; i < m->nb; ++i) {
-        const mt_body *b = &m->bodies[i];
+        const mt_node *b = &m->nodes[i];
+        const mbk_mobilizer *mob = &m->bodies[i].mob;
         if (b->pin) qdd[lay[2 * i]] = udot[b->u0];
-        else if (b->mob.ops->calc_qdotdot)
-            b->mob.ops->calc_qdotdot(b->mob.impl, euler, qn + lay[2 * i], u + b->u0, udot + b->u0, qdd + lay[2 * i]);
+        else if (mob->ops->calc_qdotdot)
+            mob->ops->calc_qdotdot(mob->impl, euler, qn + lay[2 * i], u + b->u0, udot + b->u0, qdd + lay[2 * i]);
         else copy_small(qdd + lay[2 * i], udot + b->u0, b->nu);
     }
     return 0;
@@ -697,6 +722,7 @@ static void mt_destroy(void *impl)
         if (m->bodies[i].mob.ops->destroy) m->bodies[i].mob.ops->destroy(m->bodies[i].mob.impl);
     for (int i = 0; i < m->nb; ++i) mbk_free(m->bodies[i].name);
     mt_constraints_destroy(m);
+    mbk_free(m->nodes);
     mbk_free(m->bodies);
     mbk_free(m);
 }
@@ -729,13 +755,21 @@ int mt_add_matter(mbk_system *sys)
         mbk_free(m);
         return MBK_ENOMEM;
     }
+    m->nodes = mbk_calloc(16, sizeof *m->nodes);
+    if (!m->nodes) {
+        mbk_free(m->bodies);
+        mbk_free(m);
+        return MBK_ENOMEM;
+    }
     m->cap = 16;
     m->nb = 1;
     m->bodies[0].parent = -1;
     m->bodies[0].mob = mbk_mobilizer_weld();
     m->bodies[0].X_PF = m->bodies[0].X_MB = mbk_transform_identity();
+    set_node(&m->nodes[0], &m->bodies[0]);
     int k = mbk_system_add_subsystem(sys, &matter_ops, m);
     if (k < 0) {
+        mbk_free(m->nodes);
         mbk_free(m->bodies);
         mbk_free(m);
     }

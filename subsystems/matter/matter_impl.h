@@ -27,6 +27,15 @@ typedef struct mt_body {
     int pin_slot;          /* a Pin's index among the Pins (their sines and cosines) */
 } mt_body;
 
+/* The fields of a body the sweeps read, packed (32 bytes, two per cache line):
+   a copy of mt_body's, so that long chains stream less memory per sweep. */
+typedef struct mt_node {
+    int parent, nu, u0, d0; /* as in mt_body */
+    int pin_slot;           /* as in mt_body */
+    bool pin, spin;         /* as in mt_body */
+    double mass;            /* as in mt_body */
+} mt_node;
+
 /* Position-stage results of one body. */
 typedef struct mt_pos {
     mbk_transform X_GB;    /* pose in Ground */
@@ -81,6 +90,7 @@ struct mbk_matter {
     mbk_system *sys;       /* owning System */
     int sub;               /* subsystem index */
     mt_body *bodies;       /* bodies[0] is Ground */
+    mt_node *nodes;        /* the sweeps' copy of each body's hot fields (same indices) */
     int nb, cap;           /* body count (with Ground) and capacity */
     int nu;                /* total u */
     int nd;                /* total size of the D^-1 blocks (sum of nu_b^2) */
