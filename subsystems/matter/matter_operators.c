@@ -7,7 +7,9 @@
 #include "matter_impl.h"
 
 /* Recursive Newton-Euler: residual = M udot (+ C if with_velocity) - tau - J^T F.
-   A and Fb are scratch arrays of nb spatial vectors. */
+   A and Fb are scratch arrays of nb spatial vectors. As in the articulated-body
+   sweeps, spins skip the zero half of H and the value passed to the next body
+   stays in registers along unbranched runs. */
 void mt_rnea(const mbk_matter *m, const mbk_state *s, const double *udot, const double *tau,
                  const mbk_spatial_vec *F, bool with_velocity, mbk_spatial_vec *A,
                  mbk_spatial_vec *Fb, double *residual)
@@ -16,22 +18,31 @@ void mt_rnea(const mbk_matter *m, const mbk_state *s, const double *udot, const 
     const mt_vel *vel = with_velocity ? mt_cache(m, s, C_VEL) : NULL;
     const mbk_spatial_vec *H = mt_cache(m, s, C_H);
     A[0] = mbk_spatial_vec_zero();
+    mbk_spatial_vec A_prev = A[0]; /* body i - 1's */
     for (int i = 1; i < m->nb; ++i) {
-        const mt_body *b = &m->bodies[i];
-        mbk_spatial_vec Ai = mbk_spatial_shift_motion(A[b->parent], pos[i].r_PB);
+        const mt_node *b = &m->nodes[i];
+        const mbk_spatial_vec A_P = b->parent == i - 1 ? A_prev : A[b->parent];
+        mbk_spatial_vec Ai = mbk_spatial_shift_motion(A_P, pos[i].r_PB);
         if (vel) Ai = mbk_spatial_vec_add(Ai, vel[i].a_c);
-        for (int j = 0; udot && j < b->nu; ++j) Ai = mbk_spatial_vec_add(Ai, mbk_spatial_vec_scale(H[b->u0 + j], udot[b->u0 + j]));
-        A[i] = Ai;
-        Fb[i] = mt_rigid_mul(b, &pos[i], Ai);
-        if (vel) Fb[i] = mbk_spatial_vec_add(Fb[i], vel[i].b);
-        if (F) Fb[i] = mbk_spatial_vec_sub(Fb[i], F[i]);
+        if (udot && b->spin) Ai.w = mbk_vec3_add(Ai.w, mbk_vec3_scale(H[b->u0].w, udot[b->u0]));
+        else for (int j = 0; udot && j < b->nu; ++j) Ai = mbk_spatial_vec_add(Ai, mbk_spatial_vec_scale(H[b->u0 + j], udot[b->u0 + j]));
+        A[i] = A_prev = Ai;
+        mbk_spatial_vec f = mt_rigid_mul(b->mass, &pos[i], Ai);
+        if (vel) f = mbk_spatial_vec_add(f, vel[i].b);
+        if (F) f = mbk_spatial_vec_sub(f, F[i]);
+        Fb[i] = f;
     }
+    mbk_spatial_vec carry = mbk_spatial_vec_zero(); /* force passed to body i - 1 */
     for (int i = m->nb - 1; i >= 1; --i) {
-        const mt_body *b = &m->bodies[i];
-        for (int j = 0; j < b->nu; ++j)
-            residual[b->u0 + j] = mbk_spatial_vec_dot(H[b->u0 + j], Fb[i]) - (tau ? tau[b->u0 + j] : 0.0);
-        if (b->parent > 0)
-            Fb[b->parent] = mbk_spatial_vec_add(Fb[b->parent], mbk_spatial_shift_force(Fb[i], mbk_vec3_neg(pos[i].r_PB)));
+        const mt_node *b = &m->nodes[i];
+        mbk_spatial_vec f = mbk_spatial_vec_add(Fb[i], carry);
+        if (b->spin) residual[b->u0] = mbk_vec3_dot(H[b->u0].w, f.w) - (tau ? tau[b->u0] : 0.0);
+        else for (int j = 0; j < b->nu; ++j)
+            residual[b->u0 + j] = mbk_spatial_vec_dot(H[b->u0 + j], f) - (tau ? tau[b->u0 + j] : 0.0);
+        mbk_spatial_vec fp = mbk_spatial_shift_force(f, mbk_vec3_neg(pos[i].r_PB));
+        carry = mbk_spatial_vec_zero();
+        if (b->parent == i - 1) carry = fp;
+        else if (b->parent > 0) Fb[b->parent] = mbk_spatial_vec_add(Fb[b->parent], fp);
     }
 }
 
@@ -150,7 +161,7 @@ int mbk_matter_calc_kinetic_energy(const mbk_matter *m, const mbk_state *s, doub
     const mt_vel *vel = mt_cache(m, s, C_VEL);
     double e = 0.0;
     for (int i = 1; i < m->nb; ++i)
-        e += 0.5 * mbk_spatial_vec_dot(vel[i].V_GB, mt_rigid_mul(&m->bodies[i], &pos[i], vel[i].V_GB));
+        e += 0.5 * mbk_spatial_vec_dot(vel[i].V_GB, mt_rigid_mul(m->bodies[i].mass, &pos[i], vel[i].V_GB));
     *ke = e;
     return MBK_OK;
 }
@@ -349,7 +360,7 @@ int mbk_matter_calc_system_momentum(const mbk_matter *m, const mbk_state *s, mbk
     mbk_spatial_vec sum = mbk_spatial_vec_zero();
     /* Each body's momentum about its origin, moved to Ground's origin like a force. */
     for (int i = 1; i < m->nb; ++i) {
-        mbk_spatial_vec hb = mt_rigid_mul(&m->bodies[i], &pos[i], vel[i].V_GB);
+        mbk_spatial_vec hb = mt_rigid_mul(m->bodies[i].mass, &pos[i], vel[i].V_GB);
         sum = mbk_spatial_vec_add(sum, mbk_spatial_shift_force(hb, mbk_vec3_neg(pos[i].X_GB.p)));
     }
     *h = sum;
