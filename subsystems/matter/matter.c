@@ -151,6 +151,7 @@ static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF
     b->X_MB = mbk_transform_invert(*X_BM);
     mbk_mat33 I_B = mbk_mass_props_inertia_about_origin(*body);
     b->I_B = mt_sym3_of(&I_B);
+    b->I_diagonal = b->I_B.xy == 0.0 && b->I_B.xz == 0.0 && b->I_B.yz == 0.0;
     b->pin = mt_mobilizer_is_pin(&mobilizer);
     b->spin = b->pin && b->X_MB.p.x == 0.0 && b->X_MB.p.y == 0.0 && b->X_MB.p.z == 0.0;
     b->pin_slot = b->pin ? m->npin++ : -1;
@@ -363,12 +364,17 @@ static int mt_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         const double pin_sc[2] = {b->pin ? sc[b->pin_slot] : 0.0, b->pin ? sc[m->npin + b->pin_slot] : 1.0};
         mbk_transform X_GM = mobilizer_pose(b, euler, &X_GF, q + lay[2 * i], qn + lay[2 * i],
                                             lay[2 * i + 1], pin_sc, Hb);
-        p->X_GB = compose_frame(&X_GM, &b->X_MB, b->mb_turns);
+        if (b->spin) { /* M's origin is B's: only the rotation, if any, to apply */
+            p->X_GB.p = X_GM.p;
+            p->X_GB.R = b->mb_turns ? mbk_mat33_mul(X_GM.R, b->X_MB.R) : X_GM.R;
+        } else {
+            p->X_GB = compose_frame(&X_GM, &b->X_MB, b->mb_turns);
+        }
         p->R_GF = X_GF.R;
         p->r_PB = mbk_vec3_sub(p->X_GB.p, pp->X_GB.p);
         p->p_MB_G = mbk_vec3_sub(p->X_GB.p, X_GM.p);
         p->c_G = mbk_mat33_mul_vec(p->X_GB.R, b->com);
-        p->I_G = mt_sym3_rotate(&p->X_GB.R, &b->I_B);
+        p->I_G = b->I_diagonal ? mt_sym3_rotate_diagonal(&p->X_GB.R, &b->I_B) : mt_sym3_rotate(&p->X_GB.R, &b->I_B);
         /* H in G, then from M's origin to B's; a Pin's is F's z axis */
         if (b->pin) {
             mbk_vec3 z = mbk_mat33_column(p->R_GF, 2);

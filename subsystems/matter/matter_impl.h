@@ -25,6 +25,7 @@ typedef struct mt_body {
     bool spin;             /* a Pin with M's origin at B's: H = (axis, 0), so the
                               sweeps skip the linear half of H */
     int pin_slot;          /* a Pin's index among the Pins (their sines and cosines) */
+    bool I_diagonal;       /* I_B has no off-diagonal entries (rotated at half the cost) */
 } mt_body;
 
 /* The fields of a body the sweeps read, packed (32 bytes, two per cache line):

@@ -62,6 +62,23 @@ static inline mt_sym3 mt_sym3_rotate(const mbk_mat33 *R, const mt_sym3 *S)
     return out;
 }
 
+/* R S R^T for a diagonal S (an inertia on its principal axes, the usual case):
+   entry (i, j) is sum_k R_ik S_kk R_jk, half the work of mt_sym3_rotate. */
+static inline mt_sym3 mt_sym3_rotate_diagonal(const mbk_mat33 *R, const mt_sym3 *S)
+{
+    double t[3][3];
+    for (int i = 0; i < 3; ++i) {
+        t[i][0] = R->m[i][0] * S->xx;
+        t[i][1] = R->m[i][1] * S->yy;
+        t[i][2] = R->m[i][2] * S->zz;
+    }
+#define MT_ROW_DOT(i, j) (t[i][0] * R->m[j][0] + t[i][1] * R->m[j][1] + t[i][2] * R->m[j][2])
+    mt_sym3 out = {MT_ROW_DOT(0, 0), MT_ROW_DOT(1, 1), MT_ROW_DOT(2, 2),
+                   MT_ROW_DOT(0, 1), MT_ROW_DOT(0, 2), MT_ROW_DOT(1, 2)};
+#undef MT_ROW_DOT
+    return out;
+}
+
 /* P V = (A w + B v, B^T w + D v), through a pointer: no 168-byte copies. */
 static inline mbk_spatial_vec mt_inertia_mul(const mt_inertia *P, const mbk_spatial_vec *V)
 {
