@@ -145,10 +145,8 @@ static inline mt_abi mt_abi_of(const mbk_matter *m, const mbk_state *s)
    (I w + c x m v, m (v + w x c)) with c the centre of mass offset. */
 static inline mbk_spatial_vec mt_rigid_mul(double mass, const mt_pos *p, mbk_spatial_vec V)
 {
-    mbk_spatial_vec h;
-    h.w = mbk_vec3_add(mt_sym3_mul(&p->I_G, V.w), mbk_vec3_scale(mbk_vec3_cross(p->c_G, V.v), mass));
-    h.v = mbk_vec3_scale(mbk_vec3_add(V.v, mbk_vec3_cross(V.w, p->c_G)), mass);
-    return h;
+    const mt_composite body = {mass, mbk_vec3_scale(p->c_G, mass), p->I_G};
+    return mt_composite_mul(&body, &V);
 }
 
 /* The same inertia as a 6x6 matrix [[I, m c~], [-m c~, m 1]]. */

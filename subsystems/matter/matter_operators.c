@@ -109,17 +109,19 @@ int mbk_matter_calc_mass_matrix(const mbk_matter *m, const mbk_state *s, double 
     if (!M) return mbk_set_error(MBK_EINVAL, "mbk_matter_calc_mass_matrix: M is NULL");
     const mt_pos *pos = mt_cache(m, s, C_POS);
     const mbk_spatial_vec *H = mt_cache(m, s, C_H);
-    mt_inertia *Ic = mt_cache(m, s, C_SCRATCH_MAT);
+    mt_composite *Ic = mt_cache(m, s, C_SCRATCH_MAT);
     mbk_spatial_vec *HO = (mbk_spatial_vec *)(Ic + m->nb);
     int n = m->nu;
     for (int i = 1; i < m->nb; ++i) {
         const mt_body *b = &m->bodies[i];
-        mt_inertia_set_rigid(&Ic[i], &pos[i].I_G, b->mass, pos[i].c_G);
+        Ic[i].m = b->mass;
+        Ic[i].h = mbk_vec3_scale(pos[i].c_G, b->mass);
+        Ic[i].I = pos[i].I_G;
         for (int j = 0; j < b->nu; ++j) HO[b->u0 + j] = motion_to_origin(&H[b->u0 + j], pos[i].X_GB.p);
     }
     for (int i = m->nb - 1; i >= 1; --i) {
         int p = m->bodies[i].parent;
-        if (p > 0) mt_inertia_add_shifted(&Ic[p], &Ic[i], pos[i].r_PB);
+        if (p > 0) mt_composite_add_shifted(&Ic[p], &Ic[i], pos[i].r_PB);
     }
     /* Row by row in u order: a row's right part is zeroed before later rows
        write their mirrored entries into it. */
@@ -129,7 +131,7 @@ int mbk_matter_calc_mass_matrix(const mbk_matter *m, const mbk_state *s, double 
             int col = b->u0 + j;
             double *row = M + (size_t)col * (size_t)n;
             memset(row + col + 1, 0, (size_t)(n - col - 1) * sizeof *row);
-            mbk_spatial_vec F = mt_inertia_mul(&Ic[i], &H[col]);
+            mbk_spatial_vec F = mt_composite_mul(&Ic[i], &H[col]);
             for (int r = 0; r <= j; ++r) {
                 row[b->u0 + r] = mbk_spatial_vec_dot(H[b->u0 + r], F);
                 M[(size_t)(b->u0 + r) * (size_t)n + (size_t)col] = row[b->u0 + r];

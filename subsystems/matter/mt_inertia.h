@@ -181,6 +181,41 @@ static inline void mt_inertia_add_shifted(mt_inertia *Pp, const mt_inertia *S, m
     mt_inertia_add(Pp, &shifted);
 }
 
+/* A rigid (or composite rigid) body's spatial inertia about a point, by its
+   10 numbers: mass, first mass moment and inertia about the point. Shifting
+   it costs a quarter of shifting a general articulated inertia. */
+typedef struct mt_composite {
+    double m;  /* mass */
+    mbk_vec3 h; /* m c, c the centre of mass from the point */
+    mt_sym3 I; /* inertia about the point */
+} mt_composite;
+
+/* P += S taken from a child's origin to its parent's, r = r_PB from the
+   parent's origin to the child's (parallel axes: I' = I + (2 h.r + m r.r) 1
+   - (h r^T + r h^T) - m r r^T, h' = h + m r). */
+static inline void mt_composite_add_shifted(mt_composite *P, const mt_composite *S, mbk_vec3 r)
+{
+    mbk_vec3 h = S->h, mr = mbk_vec3_scale(r, S->m);
+    double sdiag = 2.0 * mbk_vec3_dot(h, r) + mbk_vec3_dot(mr, r);
+    P->m += S->m;
+    P->h = mbk_vec3_add(P->h, mbk_vec3_add(h, mr));
+    P->I.xx += S->I.xx + sdiag - 2.0 * h.x * r.x - mr.x * r.x;
+    P->I.yy += S->I.yy + sdiag - 2.0 * h.y * r.y - mr.y * r.y;
+    P->I.zz += S->I.zz + sdiag - 2.0 * h.z * r.z - mr.z * r.z;
+    P->I.xy += S->I.xy - h.x * r.y - r.x * h.y - mr.x * r.y;
+    P->I.xz += S->I.xz - h.x * r.z - r.x * h.z - mr.x * r.z;
+    P->I.yz += S->I.yz - h.y * r.z - r.y * h.z - mr.y * r.z;
+}
+
+/* The momentum (I w + h x v, m v - h x w) of motion V = (w, v) at the point. */
+static inline mbk_spatial_vec mt_composite_mul(const mt_composite *R, const mbk_spatial_vec *V)
+{
+    mbk_spatial_vec f;
+    f.w = mbk_vec3_add(mt_sym3_mul(&R->I, V->w), mbk_vec3_cross(R->h, V->v));
+    f.v = mbk_vec3_sub(mbk_vec3_scale(V->v, R->m), mbk_vec3_cross(R->h, V->w));
+    return f;
+}
+
 /* The full 6x6 (for callers that need mbk_spatial_mat). */
 static inline mbk_spatial_mat mt_inertia_full(const mt_inertia *P)
 {
