@@ -499,21 +499,18 @@ static int small_inverse(double *A, int n, double tol)
     return 1;
 }
 
-/* Size of the terms that form H^T P H: (max_j sum_k |H_jk|)^2 max_k P_kk
+/* Size of the terms that form H^T P H: max_j |H_j|^2 times the trace of P
    bounds every |H_i^T P H_j| when P is positive semidefinite. A pivot below
-   1e-13 of it is round-off: the body has no inertia along that mobility. */
+   1e-13 of it is round-off: the body has no inertia along that mobility.
+   (Sums of squares and a trace: no absolute values or maxima to chain.) */
 static inline double pivot_tolerance(const mt_inertia *P, const mbk_spatial_vec *Hb, int nu)
 {
     double h = 0.0;
     for (int j = 0; j < nu; ++j) {
-        const double *w = &Hb[j].w.x, *v = &Hb[j].v.x;
-        double hj = fabs(w[0]) + fabs(w[1]) + fabs(w[2]) + fabs(v[0]) + fabs(v[1]) + fabs(v[2]);
+        double hj = mbk_vec3_norm2(Hb[j].w) + mbk_vec3_norm2(Hb[j].v);
         h = hj > h ? hj : h;
     }
-    const double d[6] = {P->A.xx, P->A.yy, P->A.zz, P->D.xx, P->D.yy, P->D.zz};
-    double p = 0.0;
-    for (int k = 0; k < 6; ++k) p = d[k] > p ? d[k] : p;
-    return 1e-13 * h * h * p;
+    return 1e-13 * h * (P->A.xx + P->A.yy + P->A.zz + P->D.xx + P->D.yy + P->D.zz);
 }
 
 /* One body's D^-1, G and P+ = P - P H D^-1 H^T P for any number of u. */
