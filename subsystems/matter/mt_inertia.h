@@ -109,6 +109,14 @@ static inline void mt_inertia_set_rigid(mt_inertia *P, const mt_sym3 *I, double 
     P->D.xy = P->D.xz = P->D.yz = 0.0;
 }
 
+/* S - the upper triangle of g h^T (a symmetric update when g and h are parallel). */
+static inline mt_sym3 mt_sym3_minus_outer(const mt_sym3 *S, const double g[3], const double h[3])
+{
+    mt_sym3 r = {S->xx - g[0] * h[0], S->yy - g[1] * h[1], S->zz - g[2] * h[2],
+                 S->xy - g[0] * h[1], S->xz - g[0] * h[2], S->yz - g[1] * h[2]};
+    return r;
+}
+
 /* P+ = P - g h^T with g = h / d, the articulated inertia a one-dof joint passes
    on (symmetric because g and h are parallel). */
 static inline void mt_inertia_downdate(mt_inertia *Pplus, const mt_inertia *P, const mbk_spatial_vec *g,
@@ -116,20 +124,10 @@ static inline void mt_inertia_downdate(mt_inertia *Pplus, const mt_inertia *P, c
 {
     const double gw[3] = {g->w.x, g->w.y, g->w.z}, gv[3] = {g->v.x, g->v.y, g->v.z};
     const double hw[3] = {h->w.x, h->w.y, h->w.z}, hv[3] = {h->v.x, h->v.y, h->v.z};
-    Pplus->A.xx = P->A.xx - gw[0] * hw[0];
-    Pplus->A.yy = P->A.yy - gw[1] * hw[1];
-    Pplus->A.zz = P->A.zz - gw[2] * hw[2];
-    Pplus->A.xy = P->A.xy - gw[0] * hw[1];
-    Pplus->A.xz = P->A.xz - gw[0] * hw[2];
-    Pplus->A.yz = P->A.yz - gw[1] * hw[2];
+    Pplus->A = mt_sym3_minus_outer(&P->A, gw, hw);
     for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j) Pplus->B.m[i][j] = P->B.m[i][j] - gw[i] * hv[j];
-    Pplus->D.xx = P->D.xx - gv[0] * hv[0];
-    Pplus->D.yy = P->D.yy - gv[1] * hv[1];
-    Pplus->D.zz = P->D.zz - gv[2] * hv[2];
-    Pplus->D.xy = P->D.xy - gv[0] * hv[1];
-    Pplus->D.xz = P->D.xz - gv[0] * hv[2];
-    Pplus->D.yz = P->D.yz - gv[1] * hv[2];
+    Pplus->D = mt_sym3_minus_outer(&P->D, gv, hv);
 }
 
 /* S taken from a child's origin to its parent's, r = r_PB from the parent's
