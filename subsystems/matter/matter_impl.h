@@ -149,14 +149,6 @@ static inline mbk_spatial_vec mt_rigid_mul(double mass, const mt_pos *p, mbk_spa
     return mt_composite_mul(&body, &V);
 }
 
-/* The same inertia as a 6x6 matrix [[I, m c~], [-m c~, m 1]]. */
-static inline mbk_spatial_mat mt_rigid_mat(const mt_body *b, const mt_pos *p)
-{
-    mbk_mat33 mc = mbk_mat33_skew(mbk_vec3_scale(p->c_G, b->mass));
-    return mbk_spatial_mat_make(mt_sym3_full(&p->I_G), mc, mbk_mat33_scale(mc, -1.0),
-                                mbk_mat33_diag(b->mass, b->mass, b->mass));
-}
-
 /* MBK_OK if (m, s) are usable and matter is realized to `stage`. */
 int mt_need(const mbk_matter *m, const mbk_state *s, mbk_stage stage, const char *fn);
 /* MBK_OK if body is a valid index. */

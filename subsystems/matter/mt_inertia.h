@@ -2,9 +2,9 @@
  * O(n) sweeps run on them. Private to the matter subsystem.
  *
  * A spatial inertia about a point is the symmetric 6x6 [[A, B], [B^T, D]]
- * acting on (angular, linear) motion: 6 + 9 + 6 = 21 numbers instead of 36.
- * Rigid, articulated and composite inertias all have this form, so the
- * articulated-body and composite-rigid-body passes share these kernels. */
+ * acting on (angular, linear) motion: 6 + 9 + 6 = 21 numbers instead of 36
+ * (mt_inertia, for articulated inertias). A rigid or composite rigid body's
+ * needs only 10: mass, first mass moment and inertia (mt_composite). */
 #ifndef MBK_MT_INERTIA_H
 #define MBK_MT_INERTIA_H
 
@@ -212,17 +212,6 @@ static inline mbk_spatial_vec mt_composite_mul(const mt_composite *R, const mbk_
     f.w = mbk_vec3_add(mt_sym3_mul(&R->I, V->w), mbk_vec3_cross(R->h, V->v));
     f.v = mbk_vec3_sub(mbk_vec3_scale(V->v, R->m), mbk_vec3_cross(R->h, V->w));
     return f;
-}
-
-/* The full 6x6 (for callers that need mbk_spatial_mat). */
-static inline mbk_spatial_mat mt_inertia_full(const mt_inertia *P)
-{
-    mbk_spatial_mat M;
-    M.m00 = mt_sym3_full(&P->A);
-    M.m01 = P->B;
-    M.m10 = mbk_mat33_transpose(P->B);
-    M.m11 = mt_sym3_full(&P->D);
-    return M;
 }
 
 #endif
