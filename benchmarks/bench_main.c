@@ -726,12 +726,52 @@ static int allocations_ok(const result *rs, int n)
     return 1;
 }
 
+/* Worst ns per body of every op over the chains of N >= 10, and the spread of the full cycle,
+   on the medians or the minima over batches. */
+typedef struct chain_summary {
+    double worst[NUM_OPS]; /* largest ns per body */
+    char where[NUM_OPS][32]; /* the chain that has it */
+    double lo, hi;         /* smallest and largest full-cycle ns per body */
+    int n;                 /* chains counted */
+} chain_summary;
+
+static chain_summary summarize_chains(const result *rs, int n, int use_min)
+{
+    chain_summary c;
+    memset(&c, 0, sizeof c);
+    c.lo = 1e30;
+    for (int i = 0; i < n; ++i) {
+        const result *r = &rs[i];
+        if (!r->chain || r->bodies < 10) continue;
+        ++c.n;
+        for (int op = 0; op < NUM_OPS; ++op) {
+            if (!r->mb[op].valid) continue;
+            double v = (use_min ? r->mb[op].min : r->mb[op].med) * 1e3 / r->bodies;
+            if (v > c.worst[op]) {
+                c.worst[op] = v;
+                snprintf(c.where[op], sizeof c.where[op], "%s", r->name);
+            }
+        }
+        double v = (use_min ? r->mb[OP_FULL].min : r->mb[OP_FULL].med) * 1e3 / r->bodies;
+        if (v < c.lo) c.lo = v;
+        if (v > c.hi) c.hi = v;
+    }
+    return c;
+}
+
+/* Status judged on the median, naming the minimum when only it meets the target. */
+static const char *met2(int ok_median, int ok_min)
+{
+    return ok_median ? "met" : ok_min ? "**not met** (median); met on the minimum" : "**not met**";
+}
+
 /* The targets of issue 7, each met or not, from this run's figures. */
 static void write_targets(FILE *f, const result *rs, int n)
 {
     fprintf(f, "## Targets of issue 7\n\n");
-    fprintf(f, "From this run's medians. Chains counted for the per-body targets: chainN with N >= 10 present in\n"
-               "the run. Misses are reported as measured.\n\n");
+    fprintf(f, "Each target is judged on this run's medians; the minimum over batches is shown in parentheses and\n"
+               "named where it meets a target the median misses. Chains counted for the per-body targets: chainN\n"
+               "with N >= 10 present in the run. Misses are reported as measured.\n\n");
     /* how fast the machine ran: Simbody's time here over its ANCHORS time, geometric mean */
     double lsum = 0;
     int nspeed = 0;
@@ -745,40 +785,29 @@ static void write_targets(FILE *f, const result *rs, int n)
     if (nspeed)
         fprintf(f, "Machine speed in this run: Simbody's apt build took %.2fx its ANCHORS.md full-cycle time (geometric\n"
                    "mean over %d models; above 1 means this run's machine was slower than ANCHORS'). The absolute\n"
-                   "targets (ns per body, µs) are judged on this run's raw medians, so a slow pass can miss them; the\n"
-                   "issue states the full-cycle target also as a side-by-side ratio (>= 6x the Debian Simbody build),\n"
-                   "which does not depend on the machine's speed.\n\n", exp(lsum / nspeed), nspeed);
-    fprintf(f, "| target | measured | status |\n|---|---|:-:|\n");
-    double worst[NUM_OPS] = {0}, lo = 1e30, hi = 0;
-    int nch = 0;
-    char where[NUM_OPS][32] = {{0}};
-    for (int i = 0; i < n; ++i) {
-        const result *r = &rs[i];
-        if (!r->chain || r->bodies < 10) continue;
-        ++nch;
-        for (int op = 0; op < NUM_OPS; ++op) {
-            if (!r->mb[op].valid) continue;
-            double v = r->mb[op].med * 1e3 / r->bodies;
-            if (v > worst[op]) {
-                worst[op] = v;
-                snprintf(where[op], sizeof where[op], "%s", r->name);
-            }
-        }
-        double v = r->mb[OP_FULL].med * 1e3 / r->bodies;
-        if (v < lo) lo = v;
-        if (v > hi) hi = v;
-    }
-    if (nch) {
-        fprintf(f, "| full cycle <= 150 ns/body on chains | worst %.0f ns/body (%s) | %s |\n", worst[OP_FULL], where[OP_FULL],
-                met(worst[OP_FULL] <= 150));
-        fprintf(f, "| full cycle flat within 20%% from N = 10 to 10000 | max/min ns per body %.2f over %d chains (%.0f-%.0f ns) | %s |\n",
-                hi / lo, nch, lo, hi, met(hi / lo <= 1.2 && find_result(rs, n, "chain10") && find_result(rs, n, "chain10000")));
-        fprintf(f, "| u-only cycle <= 60 ns/body | worst %.0f ns/body (%s) | %s |\n", worst[OP_UONLY], where[OP_UONLY], met(worst[OP_UONLY] <= 60));
-        fprintf(f, "| RNEA with kinematics <= 90 ns/body | worst %.0f ns/body (%s): set q and u, realize to Velocity, residual force (with kinematics cached: worst %.0f ns/body) | %s |\n",
-                worst[OP_RNEA_KIN], where[OP_RNEA_KIN], worst[OP_RNEA], met(worst[OP_RNEA_KIN] <= 90));
+                   "targets (ns per body, µs) depend on that speed, and on noise within the run (medians of one\n"
+                   "model moved by up to 30%% between runs minutes apart); the issue states the full-cycle target\n"
+                   "also as a side-by-side ratio (>= 6x the Debian Simbody build), which depends on neither.\n\n",
+                exp(lsum / nspeed), nspeed);
+    fprintf(f, "| target | measured: median (minimum) | status |\n|---|---|:-:|\n");
+    const chain_summary md = summarize_chains(rs, n, 0), mn = summarize_chains(rs, n, 1);
+    if (md.n) {
+        fprintf(f, "| full cycle <= 150 ns/body on chains | worst %.0f ns/body, %s (%.0f, %s) | %s |\n", md.worst[OP_FULL],
+                md.where[OP_FULL], mn.worst[OP_FULL], mn.where[OP_FULL], met2(md.worst[OP_FULL] <= 150, mn.worst[OP_FULL] <= 150));
+        int ends = find_result(rs, n, "chain10") && find_result(rs, n, "chain10000");
+        fprintf(f, "| full cycle flat within 20%% from N = 10 to 10000 | max/min ns per body %.2f over %d chains, %.0f-%.0f ns (%.2f, %.0f-%.0f ns) | %s |\n",
+                md.hi / md.lo, md.n, md.lo, md.hi, mn.hi / mn.lo, mn.lo, mn.hi,
+                met2(ends && md.hi / md.lo <= 1.2, ends && mn.hi / mn.lo <= 1.2));
+        fprintf(f, "| u-only cycle <= 60 ns/body | worst %.0f ns/body, %s (%.0f, %s) | %s |\n", md.worst[OP_UONLY], md.where[OP_UONLY],
+                mn.worst[OP_UONLY], mn.where[OP_UONLY], met2(md.worst[OP_UONLY] <= 60, mn.worst[OP_UONLY] <= 60));
+        fprintf(f, "| RNEA with kinematics <= 90 ns/body | worst %.0f ns/body, %s (%.0f, %s): set q and u, realize to Velocity, residual force (with kinematics cached: worst %.0f ns/body) | %s |\n",
+                md.worst[OP_RNEA_KIN], md.where[OP_RNEA_KIN], mn.worst[OP_RNEA_KIN], mn.where[OP_RNEA_KIN], md.worst[OP_RNEA],
+                met2(md.worst[OP_RNEA_KIN] <= 90, mn.worst[OP_RNEA_KIN] <= 90));
     }
     const result *h = find_result(rs, n, "humanoid");
-    if (h) fprintf(f, "| humanoid full cycle <= 4.5 µs | %.3f µs | %s |\n", h->mb[OP_FULL].med, met(h->mb[OP_FULL].med <= 4.5));
+    if (h)
+        fprintf(f, "| humanoid full cycle <= 4.5 µs | %.3f µs (%.3f) | %s |\n", h->mb[OP_FULL].med, h->mb[OP_FULL].min,
+                met2(h->mb[OP_FULL].med <= 4.5, h->mb[OP_FULL].min <= 4.5));
     /* the issue's machine-independent form of the full-cycle targets */
     double wr = 1e30;
     const char *wrn = "";
@@ -800,8 +829,9 @@ static void write_targets(FILE *f, const result *rs, int n)
         if (!r || !r->mb[OP_MASS].valid) continue;
         const anchor *an = find_anchor(r->name);
         double scale = an && r->sb[OP_FULL].valid ? r->sb[OP_FULL].med / an->sb_apt : 1.0;
-        fprintf(f, "| CRBA (mass matrix) %s <= Pinocchio crba %.3g µs (ANCHORS) | %.3f µs (Pinocchio scaled to this machine by Simbody apt full cycle: %.3g µs) | %s raw, %s scaled |\n",
-                r->name, crba[k].pin, r->mb[OP_MASS].med, crba[k].pin * scale, met(r->mb[OP_MASS].med <= crba[k].pin),
+        fprintf(f, "| CRBA (mass matrix) %s <= Pinocchio crba %.3g µs (ANCHORS) | %.3f µs (%.3f); Pinocchio scaled to this machine by Simbody apt full cycle: %.3g µs | %s raw, %s scaled |\n",
+                r->name, crba[k].pin, r->mb[OP_MASS].med, r->mb[OP_MASS].min, crba[k].pin * scale,
+                met2(r->mb[OP_MASS].med <= crba[k].pin, r->mb[OP_MASS].min <= crba[k].pin),
                 met(r->mb[OP_MASS].med <= crba[k].pin * scale));
     }
     if (g_runs[RUN_MB_RKM_MATCHED].valid) {
