@@ -122,12 +122,20 @@ static void run_model(int model, int nbodies, int euler, int only)
         orc_mobilizer kind = only >= 0 ? (orc_mobilizer)only : kinds[(int)((rnd() + 1.0) * 0.5 * nk) % nk];
         if (only < 0 && i == nbodies - 1 && kind == ORC_WELD) kind = ORC_PIN;
         double pitch = 0.5 * rnd();
+        /* Every third body has the usual frames: the joint at the body origin (X_BM a pure
+           rotation, identity or a quarter turn: a Pin there is a "spin"), and the inertia on
+           body axes with the centre of mass on x (diagonal about the origin too); matter
+           takes faster paths for those, checked here like the rest. */
+        bool usual = i % 3 == 1;
+        mbk_mat33 quarter = mbk_mat33_from_rows(mbk_vec3_make(1, 0, 0), mbk_vec3_make(0, 0, 1), mbk_vec3_make(0, -1, 0));
         mbk_transform X_PF = mbk_transform_make(rrot(), rvec(0.7));
-        mbk_transform X_BM = mbk_transform_make(rrot(), rvec(0.3));
-        mbk_mat33 R = rrot();
+        mbk_transform X_BM = usual ? mbk_transform_make(i % 2 ? mbk_mat33_identity() : quarter, mbk_vec3_zero())
+                                   : mbk_transform_make(rrot(), rvec(0.3));
+        mbk_mat33 R = usual ? mbk_mat33_identity() : rrot();
         double a = 0.2 + 0.1 * (rnd() + 1), b = 0.2 + 0.1 * (rnd() + 1), c = 0.2 + 0.1 * (rnd() + 1);
         mbk_mat33 I = mbk_mat33_mul_transpose(mbk_mat33_mul(R, mbk_mat33_diag(b + c, a + c, a + b)), R);
-        mbk_mass_props mp = mbk_mass_props_from_central(1.0 + 0.5 * rnd(), rvec(0.4), I);
+        mbk_vec3 com = usual ? mbk_vec3_make(0.4 * rnd(), 0, 0) : rvec(0.4);
+        mbk_mass_props mp = mbk_mass_props_from_central(1.0 + 0.5 * rnd(), com, I);
         CHECK_INT(mbk_matter_add_body(m, parent, &X_PF, &mp, &X_BM, make_mobilizer(kind, pitch)), i + 1);
         memset(&ob[i], 0, sizeof ob[i]);
         ob[i].parent = parent;
