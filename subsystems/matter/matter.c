@@ -221,7 +221,7 @@ static int mt_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     if (mbk_state_allocate_u(s, k, m->nu, NULL) < 0 || m->euler_var < 0) return -1;
     /* Sizes are fixed at Topology (nq is at most 7 per body), so every entry is allocated now. */
     const struct { int dep, by; size_t bytes; } spec[NUM_CACHE] = {
-        [C_QLAYOUT] = {MBK_STAGE_MODEL, MBK_STAGE_MODEL, (2 * (size_t)m->nb + (size_t)m->npin) * sizeof(int)},
+        [C_QLAYOUT] = {MBK_STAGE_MODEL, MBK_STAGE_MODEL, (2 * (size_t)m->nb + (size_t)m->npin + 1) * sizeof(int)},
         /* sines, then cosines, of the Pin angles */
         [C_TRIG] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (2 * (size_t)m->npin + 1) * sizeof(double)},
         [C_QN] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)(MBK_MOBILIZER_MAX_Q * m->nb) * sizeof(double)},
@@ -258,6 +258,7 @@ static int mt_model(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         nq += lay[2 * b + 1];
         if (m->bodies[b].pin) lay[2 * m->nb + m->bodies[b].pin_slot] = lay[2 * b];
     }
+    lay[2 * m->nb + m->npin] = euler;
     double *q0 = mbk_calloc((size_t)(nq + 1), sizeof(double));
     if (!q0) return MBK_ENOMEM;
     for (int b = 1; b < m->nb; ++b) {
@@ -346,8 +347,8 @@ static int mt_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 {
     (void)c;
     const mbk_matter *m = impl;
-    bool euler = use_euler(m, s);
     const int *lay = qlayout(m, s);
+    bool euler = layout_euler(m, lay);
     const double *q = mbk_state_get_subsystem_q(s, m->sub);
     double *qn = mt_cache(m, s, C_QN), *sc = mt_cache(m, s, C_TRIG);
     mt_pos *pos = mt_cache(m, s, C_POS);
@@ -437,8 +438,8 @@ static int mt_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 {
     (void)c;
     const mbk_matter *m = impl;
-    bool euler = use_euler(m, s);
     const int *lay = qlayout(m, s);
+    bool euler = layout_euler(m, lay);
     const double *u = mbk_state_get_subsystem_u(s, m->sub);
     const double *qn = mt_cache(m, s, C_QN);
     const mt_pos *pos = mt_cache(m, s, C_POS);
@@ -676,9 +677,8 @@ static int mt_acceleration(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 {
     (void)c;
     const mbk_matter *m = impl;
-    bool euler = use_euler(m, s);
     const mbk_spatial_vec *F = mt_cache(m, s, C_FORCES);
-    const double *tau = (const double *)vec_of(mt_cache(m, s, C_FORCES), (size_t)m->nb * sizeof(mbk_spatial_vec));
+    const double *tau = (const double *)(F + m->nb); /* mobility forces follow the body forces */
     mbk_spatial_vec *A = mt_cache(m, s, C_ACC), *z = A + m->nb;
     double *udot = mbk_state_upd_subsystem_udot(s, m->sub);
     mt_aba_solve(m, s, tau, F, true, A, z, udot);
@@ -688,6 +688,7 @@ static int mt_acceleration(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     }
     /* qdotdot from udot through each mobilizer's N and NDot */
     const int *lay = qlayout(m, s);
+    bool euler = layout_euler(m, lay);
     const double *qn = mt_cache(m, s, C_QN), *u = mbk_state_get_subsystem_u(s, m->sub);
     double *qdd = mbk_state_upd_subsystem_qdotdot(s, m->sub);
     for (int i = 1; i < m->nb; ++i) {
@@ -877,8 +878,8 @@ int mbk_matter_normalize_quaternions(const mbk_matter *m, mbk_state *s)
     const char *fn = "mbk_matter_normalize_quaternions";
     int rc = mt_need(m, s, MBK_STAGE_MODEL, fn);
     if (rc < 0) return rc;
-    bool euler = use_euler(m, s);
     const int *lay = qlayout(m, s);
+    bool euler = layout_euler(m, lay);
     const double *q = mbk_state_get_subsystem_q(s, m->sub);
     double *w = NULL; /* writable view, taken (and Position invalidated) only if needed */
     for (int i = 1; i < m->nb; ++i) {

@@ -114,9 +114,12 @@ static inline void *mt_cache(const mbk_matter *m, const mbk_state *s, int which)
     return mbk_state_upd_cache(s, m->sub, m->cache[which]);
 }
 
-/* Per body: q start and q count within matter's q, then each Pin's q index
-   (Model stage). */
+/* Per body: q start and q count within matter's q, then each Pin's q index,
+   then the Euler-angle choice (Model stage). */
 static inline int *qlayout(const mbk_matter *m, const mbk_state *s) { return mt_cache(m, s, C_QLAYOUT); }
+
+/* The Euler-angle choice as the q layout recorded it: one lookup fewer per sweep. */
+static inline bool layout_euler(const mbk_matter *m, const int *lay) { return lay[2 * m->nb + m->npin] != 0; }
 
 static inline bool use_euler(const mbk_matter *m, const mbk_state *s)
 {
