@@ -122,6 +122,7 @@ static int fs_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     const mbk_matter *m = mbk_multibody_get_matter(f->sys);
     int k = mbk_subsystem_ctx_get_index(c);
     f->sub = k;
+    f->matter = m;
     f->nb = mbk_matter_get_num_bodies(m);
     f->nu = mbk_matter_get_num_mobilities(m);
     /* One flag per element, all on, so enabling never re-lays out the State. */
@@ -217,12 +218,13 @@ static int cached_custom_force(const mbk_forces *f, const fe_elem *e, const mbk_
 
 static int fs_dynamics(void *impl, const mbk_subsystem_ctx *sc, mbk_state *s)
 {
+    (void)sc;
     const mbk_forces *f = impl;
-    const mbk_system *sys = mbk_subsystem_ctx_get_system(sc);
-    mbk_spatial_vec *F = mbk_multibody_upd_body_forces(sys, s);
-    double *tau = mbk_multibody_upd_mobility_forces(sys, s);
+    /* matter realized its Dynamics (zeroing these) before any force subsystem: use them directly */
+    mbk_spatial_vec *F = mt_cache(f->matter, s, C_FORCES);
+    double *tau = (double *)(F + f->nb);
     const int *on = enabled_flags(f, s);
-    if (!F || !tau) return mbk_last_status();
+    if (!F) return mbk_last_status();
     for (int i = 0; i < f->n; ++i) {
         if (!on[i]) continue;
         const fe_elem *e = &f->elems[i];
@@ -326,7 +328,8 @@ const mbk_system *mbk_force_ctx_get_system(const mbk_force_ctx *c) { return c ? 
 
 const mbk_matter *mbk_force_ctx_get_matter(const mbk_force_ctx *c)
 {
-    return c ? mbk_multibody_get_matter(c->f->sys) : NULL;
+    if (!c) return NULL;
+    return c->f->matter ? c->f->matter : mbk_multibody_get_matter(c->f->sys);
 }
 
 int mbk_force_ctx_get_element(const mbk_force_ctx *c) { return c ? c->element : -1; }

@@ -45,6 +45,7 @@ struct mbk_forces {
     int n, cap;        /* count and capacity */
     int enabled_var;   /* discrete variable (Instance): one int per element */
     int nb, nu;        /* body count (with Ground) and u count of matter, fixed at Topology */
+    const mbk_matter *matter; /* the System's matter subsystem, found at Topology */
 };
 
 struct mbk_force_ctx {
