@@ -248,40 +248,77 @@ static void summarize(bstat *st, double *per_call, int n, long reps)
     st->med = median_sorted(per_call, n) * 1e6;
 }
 
-/* Time up to three sides of one operation, interleaved batch by batch, rotating which side
-   goes first; sides with a NULL handle are skipped. allocs (may be NULL) gets mbk's heap
-   allocations per call of side 0. */
+/* The timing of up to three sides of one operation, in three phases (start: warm up and
+   size the batches; one batch of every side; finish: summaries), so that the operations of
+   a model can take turns batch by batch and a noisy spell of the machine lands on a few
+   batches of each instead of on all batches of one. */
+typedef struct timing {
+    int k;               /* sides (2 or 3); a NULL side is skipped */
+    run_fn run[3];       /* how each side runs the op */
+    void *side[3];       /* the sides */
+    const char *who[3];  /* names for messages */
+    bstat *out[3];       /* where the summaries go */
+    double *allocs;      /* mbk's (side 0) heap allocations per call, or NULL */
+    bench_op op;         /* the operation */
+    long reps[3];        /* repetitions per batch */
+    int active[3], na;   /* the non-NULL sides */
+    int batches;         /* batches per side */
+    double *t[3];        /* time per call of each batch */
+    long nalloc;         /* allocations counted so far */
+} timing;
+
+static void timing_start(timing *tm)
+{
+    double tc[3] = {0, 0, 0}, per_batch = 0;
+    tm->na = 0;
+    tm->nalloc = 0;
+    for (int j = 0; j < tm->k; ++j)
+        if (tm->side[j]) {
+            tm->active[tm->na++] = j;
+            tm->reps[j] = calibrate(tm->run[j], tm->side[j], tm->op, tm->who[j], &tc[j]);
+            per_batch += (double)tm->reps[j] * tc[j];
+        }
+    tm->batches = opt.batches;
+    if (per_batch * tm->batches > opt.cap_s) {
+        tm->batches = (int)(opt.cap_s / per_batch);
+        if (tm->batches < 3) tm->batches = 3;
+    }
+    for (int j = 0; j < 3; ++j) tm->t[j] = xcalloc((size_t)tm->batches, sizeof(double));
+}
+
+/* Batch b of every side, rotating which side goes first. */
+static void timing_batch(timing *tm, int b)
+{
+    for (int i = 0; i < tm->na; ++i) {
+        int j = tm->active[(i + b) % tm->na];
+        long a0 = mb_allocation_count();
+        tm->t[j][b] = time_batch(tm->run[j], tm->side[j], tm->op, tm->reps[j], tm->who[j]) / (double)tm->reps[j];
+        if (j == 0) tm->nalloc += mb_allocation_count() - a0;
+    }
+}
+
+static void timing_finish(timing *tm)
+{
+    if (tm->allocs) *tm->allocs = (double)tm->nalloc / ((double)tm->reps[0] * tm->batches);
+    for (int j = 0; j < tm->k; ++j)
+        if (tm->side[j]) summarize(tm->out[j], tm->t[j], tm->batches, tm->reps[j]);
+    for (int j = 0; j < 3; ++j) free(tm->t[j]);
+}
+
+/* Time up to three sides of one operation on their own, interleaved batch by batch. */
 static void bench_sides_n(int k, run_fn *run, void **side, const char **who, bench_op op, bstat **out,
                           double *allocs)
 {
-    long reps[3] = {0, 0, 0};
-    double tc[3] = {0, 0, 0}, per_batch = 0;
-    int active[3], na = 0;
-    for (int j = 0; j < k; ++j)
-        if (side[j]) {
-            active[na++] = j;
-            reps[j] = calibrate(run[j], side[j], op, who[j], &tc[j]);
-            per_batch += (double)reps[j] * tc[j];
-        }
-    int batches = opt.batches;
-    if (per_batch * batches > opt.cap_s) {
-        batches = (int)(opt.cap_s / per_batch);
-        if (batches < 3) batches = 3;
+    timing tm = {.k = k, .allocs = allocs, .op = op};
+    for (int j = 0; j < k; ++j) {
+        tm.run[j] = run[j];
+        tm.side[j] = side[j];
+        tm.who[j] = who[j];
+        tm.out[j] = out[j];
     }
-    double *t[3];
-    for (int j = 0; j < 3; ++j) t[j] = xcalloc((size_t)batches, sizeof(double));
-    long nalloc = 0;
-    for (int b = 0; b < batches; ++b)
-        for (int i = 0; i < na; ++i) {
-            int j = active[(i + b) % na];
-            long a0 = mb_allocation_count();
-            t[j][b] = time_batch(run[j], side[j], op, reps[j], who[j]) / (double)reps[j];
-            if (j == 0) nalloc += mb_allocation_count() - a0;
-        }
-    if (allocs) *allocs = (double)nalloc / ((double)reps[0] * batches);
-    for (int j = 0; j < k; ++j)
-        if (side[j]) summarize(out[j], t[j], batches, reps[j]);
-    for (int j = 0; j < 3; ++j) free(t[j]);
+    timing_start(&tm);
+    for (int b = 0; b < tm.batches; ++b) timing_batch(&tm, b);
+    timing_finish(&tm);
 }
 
 static void bench_state_copy(result *res, mb_side *mb)
@@ -301,26 +338,51 @@ static void bench_state_copy(result *res, mb_side *mb)
            res->copy.med / res->mcpy.med, allocs);
 }
 
-/* One operation, mbk and Simbody (and MuJoCo on the full cycle) interleaved. */
-static void bench_op_pair(result *res, mb_side *mb, sb_side *sb, mjb_side *mj, bench_op op)
+static int op_applies(const result *res, bench_op op);
+
+/* Prepare both sides for an op (before each of its batches when ops take turns). */
+static void prepare_op(const result *res, mb_side *mb, sb_side *sb, bench_op op)
 {
-    char w[3][64];
-    snprintf(w[0], sizeof w[0], "mbk %s %s", res->name, OPS[op].name);
-    snprintf(w[1], sizeof w[1], "Simbody %s %s", res->name, OPS[op].name);
-    snprintf(w[2], sizeof w[2], "MuJoCo %s mj_forward", res->name);
-    if (mb_prepare(mb, op) < 0) die("%s: prepare: %s", w[0], mb_last_error());
-    if (sb && sb_prepare(sb, op) < 0) die("%s: prepare: %s", w[1], sb_last_error());
-    run_fn run[3] = {run_mb, run_sb, run_mj};
-    void *side[3] = {mb, sb, op == OP_FULL ? mj : NULL};
-    const char *who[3] = {w[0], w[1], w[2]};
-    bstat *out[3] = {&res->mb[op], &res->sb[op], &res->mj};
-    bench_sides_n(3, run, side, who, op, out, &res->allocs[op]);
-    const bstat *a = &res->mb[op];
-    printf("  %-12s mbk %10.3f us (min %10.3f, %ld x %d)", OPS[op].name, a->med, a->min, a->reps, a->batches);
-    if (sb)
-        printf("   Simbody %10.3f us (min %10.3f)  ratio %6.2f", res->sb[op].med, res->sb[op].min, res->sb[op].med / a->med);
-    if (side[2]) printf("   MuJoCo %10.3f us  ratio %6.2f", res->mj.med, res->mj.med / a->med);
-    printf("   allocs/call %g\n", res->allocs[op]);
+    if (mb_prepare(mb, op) < 0) die("mbk %s %s: prepare: %s", res->name, OPS[op].name, mb_last_error());
+    if (sb && sb_prepare(sb, op) < 0) die("Simbody %s %s: prepare: %s", res->name, OPS[op].name, sb_last_error());
+}
+
+/* Every operation that applies to the model, mbk and Simbody (and MuJoCo on the full cycle)
+   interleaved batch by batch, and the operations taking turns batch by batch too. */
+static void bench_ops(result *res, mb_side *mb, sb_side *sb, mjb_side *mj)
+{
+    static char names[NUM_OPS][3][64];
+    timing tm[NUM_OPS];
+    int nt = 0, most = 0;
+    for (int op = 0; op < NUM_OPS; ++op) {
+        if (!op_applies(res, (bench_op)op)) continue;
+        snprintf(names[op][0], sizeof names[op][0], "mbk %s %s", res->name, OPS[op].name);
+        snprintf(names[op][1], sizeof names[op][1], "Simbody %s %s", res->name, OPS[op].name);
+        snprintf(names[op][2], sizeof names[op][2], "MuJoCo %s mj_forward", res->name);
+        timing *t = &tm[nt++];
+        *t = (timing){.k = 3, .run = {run_mb, run_sb, run_mj}, .side = {mb, sb, op == OP_FULL ? mj : NULL},
+                      .who = {names[op][0], names[op][1], names[op][2]},
+                      .out = {&res->mb[op], &res->sb[op], &res->mj}, .allocs = &res->allocs[op], .op = (bench_op)op};
+        prepare_op(res, mb, sb, (bench_op)op);
+        timing_start(t);
+        if (t->batches > most) most = t->batches;
+    }
+    for (int b = 0; b < most; ++b)
+        for (int i = 0; i < nt; ++i)
+            if (b < tm[i].batches) {
+                if (nt > 1) prepare_op(res, mb, sb, tm[i].op);
+                timing_batch(&tm[i], b);
+            }
+    for (int i = 0; i < nt; ++i) {
+        bench_op op = tm[i].op;
+        timing_finish(&tm[i]);
+        const bstat *a = &res->mb[op];
+        printf("  %-12s mbk %10.3f us (min %10.3f, %ld x %d)", OPS[op].name, a->med, a->min, a->reps, a->batches);
+        if (sb)
+            printf("   Simbody %10.3f us (min %10.3f)  ratio %6.2f", res->sb[op].med, res->sb[op].min, res->sb[op].med / a->med);
+        if (tm[i].side[2]) printf("   MuJoCo %10.3f us  ratio %6.2f", res->mj.med, res->mj.med / a->med);
+        printf("   allocs/call %g\n", res->allocs[op]);
+    }
     fflush(stdout);
 }
 
@@ -499,8 +561,7 @@ static void run_model(const model_spec *sp, result *res)
     }
     printf("  self-check |residual(udot)| relative: %.1e\n", res->self_check);
     if (!(res->self_check <= TOL)) die("%s: mbk's residual at its own udot is %.3e relative", model.name, res->self_check);
-    for (int op = 0; op < NUM_OPS; ++op)
-        if (op_applies(res, (bench_op)op)) bench_op_pair(res, mb, sb, mj, (bench_op)op);
+    bench_ops(res, mb, sb, mj);
     bench_state_copy(res, mb);
     mjb_destroy(mj);
     sb_destroy(sb);
@@ -1099,7 +1160,9 @@ static void write_report(FILE *f, const result *rs, int n, double wall)
                "  constraints, must vanish to 1e-9).\n", MASS_MATRIX_MAX_NU);
     fprintf(f, "- Method: each operation is warmed up, then the repetitions per batch are sized so that a batch\n"
                "  takes about %.0f ms; %d batches per library (fewer, at least 3, when one call is very slow), the\n"
-               "  libraries interleaved batch by batch, rotating which goes first. Reported: median and\n"
+               "  libraries interleaved batch by batch, rotating which goes first, and a model's operations\n"
+               "  taking turns batch by batch (each prepared again before its batch), so that a noisy spell of\n"
+               "  the shared machine lands on a few batches of every operation. Reported: median and\n"
                "  minimum over batches of the time per call, ns per body (median / bodies, Ground excluded), and\n"
                "  the ratio Simbody/mbk of the medians (>1: mbk faster). The mass matrix is timed for nu <= %d.\n",
             opt.batch_s * 1e3, opt.batches, MASS_MATRIX_MAX_NU);
