@@ -286,11 +286,13 @@ static void timing_start(timing *tm)
     for (int j = 0; j < 3; ++j) tm->t[j] = xcalloc((size_t)tm->batches, sizeof(double));
 }
 
-/* Batch b of every side, rotating which side goes first. */
+/* Batch b of every side, rotating which side goes first; one untimed call first warms the
+   caches with this op's data (the previous batch may have run another op or library). */
 static void timing_batch(timing *tm, int b)
 {
     for (int i = 0; i < tm->na; ++i) {
         int j = tm->active[(i + b) % tm->na];
+        (void)time_batch(tm->run[j], tm->side[j], tm->op, 1, tm->who[j]);
         long a0 = mb_allocation_count();
         tm->t[j][b] = time_batch(tm->run[j], tm->side[j], tm->op, tm->reps[j], tm->who[j]) / (double)tm->reps[j];
         if (j == 0) tm->nalloc += mb_allocation_count() - a0;
