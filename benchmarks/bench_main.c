@@ -947,6 +947,7 @@ static void write_what_made_the_difference(FILE *f)
                "composes only the rotation of X_BM | Position | chain100 Position only 3.15 -> 2.11 µs, full 10.6 -> 9.85 µs |\n"
                "| Inverse dynamics: the spin path and the register carry of the ABA | RNEA | chain100 residual 1.90 -> 1.13 µs, RNEA with kinematics 6.2 -> 5.5 µs |\n"
                "| The sweeps read a packed 32-byte record per body instead of the whole body description | all sweeps | chain10000 full 1164 -> 1130 µs |\n"
+               "| The ABA zeroes only the sums that arrive through memory (at branch points), not one per body | ABA | chain10000 full 1111 -> 1061 µs, u-only 419 -> 391 µs |\n"
                "| Mass matrix: each entry H_j^T F as one dot product of vectors taken to Ground's origin (no "
                "shift per ancestor), ancestors walked in unbranched runs of contiguous u, every entry written "
                "once | CRBA | chain100 29.4 -> 11.5 µs, humanoid 2.74 -> 1.57 µs |\n"

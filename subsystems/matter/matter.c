@@ -164,6 +164,7 @@ static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF
     b->u0 = m->nu;
     b->d0 = m->nd;
     b->run0 = parent > 0 && parent == m->nb - 1 ? m->bodies[parent].run0 : m->nb;
+    if (parent > 0 && parent != m->nb - 1) m->nodes[parent].fed = true;
     m->nu += b->nu;
     m->nd += b->nu * b->nu;
     set_node(&m->nodes[m->nb], b);
@@ -243,6 +244,13 @@ static int mt_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         m->cache[i] = mbk_state_allocate_cache(s, k, (mbk_stage)spec[i].dep, (mbk_stage)spec[i].by, &t, NULL);
         if (m->cache[i] < 0) return -1;
     }
+    /* the bodies whose tip-to-base sums arrive through memory */
+    mbk_free(m->fed);
+    m->fed = mbk_malloc((size_t)m->nb * sizeof *m->fed);
+    if (!m->fed) return MBK_ENOMEM;
+    m->nfed = 0;
+    for (int i = 1; i < m->nb; ++i)
+        if (m->nodes[i].fed) m->fed[m->nfed++] = i;
     return mt_constraints_topology(m, s) < 0 ? -1 : 0;
 }
 
@@ -618,13 +626,14 @@ void mt_aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
     const mt_vel *vel = with_velocity ? mt_cache(m, s, C_VEL) : NULL;
     const mbk_spatial_vec *H = mt_cache(m, s, C_H);
     const mt_abi abi = mt_abi_of(m, s);
-    memset(z, 0, (size_t)m->nb * sizeof *z);
+    /* only bodies fed through memory need a zero start; along runs z travels in registers */
+    for (int k = 0; k < m->nfed; ++k) z[m->fed[k]] = mbk_spatial_vec_zero();
     /* tip to base: articulated bias forces; udot holds eps = tau - H^T z meanwhile */
     mbk_spatial_vec carry = mbk_spatial_vec_zero(); /* z passed to body i - 1 */
     for (int i = m->nb - 1; i >= 1; --i) {
         const mt_node *b = &m->nodes[i];
         const mbk_spatial_vec *Hb = H + b->u0, *Gb = abi.G + b->u0;
-        mbk_spatial_vec zi = mbk_spatial_vec_add(z[i], carry);
+        mbk_spatial_vec zi = b->fed ? mbk_spatial_vec_add(z[i], carry) : carry;
         if (vel) zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_add(mt_inertia_mul(&abi.P[i], &vel[i].a_c), vel[i].b));
         if (F) zi = mbk_spatial_vec_sub(zi, F[i]);
         mbk_spatial_vec zp = mbk_spatial_shift_force(zi, mbk_vec3_neg(pos[i].r_PB));
@@ -640,7 +649,7 @@ void mt_aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
         if (b->parent == i - 1) {
             carry = zp;
         } else {
-            z[b->parent] = mbk_spatial_vec_add(z[b->parent], zp);
+            if (b->parent > 0) z[b->parent] = mbk_spatial_vec_add(z[b->parent], zp); /* Ground's is unused */
             carry = mbk_spatial_vec_zero();
         }
     }
@@ -726,6 +735,7 @@ static void mt_destroy(void *impl)
         if (m->bodies[i].mob.ops->destroy) m->bodies[i].mob.ops->destroy(m->bodies[i].mob.impl);
     for (int i = 0; i < m->nb; ++i) mbk_free(m->bodies[i].name);
     mt_constraints_destroy(m);
+    mbk_free(m->fed);
     mbk_free(m->nodes);
     mbk_free(m->bodies);
     mbk_free(m);

@@ -34,6 +34,8 @@ typedef struct mt_node {
     int parent, nu, u0, d0; /* as in mt_body */
     int pin_slot;           /* as in mt_body */
     bool pin, spin;         /* as in mt_body */
+    bool fed;               /* a child other than the next body adds into this body's
+                               tip-to-base sums through memory (not along a run) */
     double mass;            /* as in mt_body */
 } mt_node;
 
@@ -96,6 +98,8 @@ struct mbk_matter {
     int nu;                /* total u */
     int nd;                /* total size of the D^-1 blocks (sum of nu_b^2) */
     int npin;              /* number of built-in Pins */
+    int *fed;              /* the bodies whose node says fed (their sums are zeroed before a sweep) */
+    int nfed;              /* how many */
     int euler_var;         /* discrete variable (Model): use Euler angles */
     mt_constraint *cons;   /* constraints in the order added */
     int ncons, ccap;       /* count and capacity */
