@@ -349,40 +349,67 @@ static void prepare_op(const result *res, mb_side *mb, sb_side *sb, bench_op op)
     if (sb && sb_prepare(sb, op) < 0) die("Simbody %s %s: prepare: %s", res->name, OPS[op].name, sb_last_error());
 }
 
-/* Every operation that applies to the model, mbk and Simbody (and MuJoCo on the full cycle)
-   interleaved batch by batch, and the operations taking turns batch by batch too. */
-static void bench_ops(result *res, mb_side *mb, sb_side *sb, mjb_side *mj)
+/* One model being timed: its sides and the timing of every operation that applies to it,
+   kept open across the rounds of the run. */
+typedef struct model_run {
+    result *res;                  /* where its figures go */
+    bm_model model;               /* the model */
+    mb_side *mb;                  /* the sides (sb, mj may be NULL) */
+    sb_side *sb;
+    mjb_side *mj;
+    double *q, *u, *v, *kud;      /* the inputs */
+    timing tm[NUM_OPS];           /* one timing per operation that applies */
+    int nt;                       /* how many */
+    int most;                     /* the most batches of any of them */
+    char names[NUM_OPS][3][64];   /* names for messages */
+} model_run;
+
+/* Warm up every operation that applies (mbk and Simbody, and MuJoCo on the full cycle)
+   and size its batches. */
+static void ops_start(model_run *mr)
 {
-    static char names[NUM_OPS][3][64];
-    timing tm[NUM_OPS];
-    int nt = 0, most = 0;
+    result *res = mr->res;
+    mr->nt = mr->most = 0;
     for (int op = 0; op < NUM_OPS; ++op) {
         if (!op_applies(res, (bench_op)op)) continue;
-        snprintf(names[op][0], sizeof names[op][0], "mbk %s %s", res->name, OPS[op].name);
-        snprintf(names[op][1], sizeof names[op][1], "Simbody %s %s", res->name, OPS[op].name);
-        snprintf(names[op][2], sizeof names[op][2], "MuJoCo %s mj_forward", res->name);
-        timing *t = &tm[nt++];
-        *t = (timing){.k = 3, .run = {run_mb, run_sb, run_mj}, .side = {mb, sb, op == OP_FULL ? mj : NULL},
-                      .who = {names[op][0], names[op][1], names[op][2]},
-                      .out = {&res->mb[op], &res->sb[op], &res->mj}, .allocs = &res->allocs[op], .op = (bench_op)op};
-        prepare_op(res, mb, sb, (bench_op)op);
+        char (*w)[64] = mr->names[op];
+        snprintf(w[0], sizeof w[0], "mbk %s %s", res->name, OPS[op].name);
+        snprintf(w[1], sizeof w[1], "Simbody %s %s", res->name, OPS[op].name);
+        snprintf(w[2], sizeof w[2], "MuJoCo %s mj_forward", res->name);
+        timing *t = &mr->tm[mr->nt++];
+        *t = (timing){.k = 3, .run = {run_mb, run_sb, run_mj}, .side = {mr->mb, mr->sb, op == OP_FULL ? mr->mj : NULL},
+                      .who = {w[0], w[1], w[2]}, .out = {&res->mb[op], &res->sb[op], &res->mj},
+                      .allocs = &res->allocs[op], .op = (bench_op)op};
+        prepare_op(res, mr->mb, mr->sb, (bench_op)op);
         timing_start(t);
-        if (t->batches > most) most = t->batches;
+        if (t->batches > mr->most) mr->most = t->batches;
     }
-    for (int b = 0; b < most; ++b)
-        for (int i = 0; i < nt; ++i)
-            if (b < tm[i].batches) {
-                if (nt > 1) prepare_op(res, mb, sb, tm[i].op);
-                timing_batch(&tm[i], b);
+}
+
+/* Batches b0..b1-1 of every operation, the operations taking turns batch by batch (each
+   prepared again before its batch). */
+static void ops_batches(model_run *mr, int b0, int b1)
+{
+    for (int b = b0; b < b1; ++b)
+        for (int i = 0; i < mr->nt; ++i)
+            if (b < mr->tm[i].batches) {
+                if (mr->nt > 1) prepare_op(mr->res, mr->mb, mr->sb, mr->tm[i].op);
+                timing_batch(&mr->tm[i], b);
             }
-    for (int i = 0; i < nt; ++i) {
-        bench_op op = tm[i].op;
-        timing_finish(&tm[i]);
+}
+
+static void ops_finish(model_run *mr)
+{
+    const result *res = mr->res;
+    printf("%s:\n", res->name);
+    for (int i = 0; i < mr->nt; ++i) {
+        bench_op op = mr->tm[i].op;
+        timing_finish(&mr->tm[i]);
         const bstat *a = &res->mb[op];
         printf("  %-12s mbk %10.3f us (min %10.3f, %ld x %d)", OPS[op].name, a->med, a->min, a->reps, a->batches);
-        if (sb)
+        if (mr->sb)
             printf("   Simbody %10.3f us (min %10.3f)  ratio %6.2f", res->sb[op].med, res->sb[op].min, res->sb[op].med / a->med);
-        if (tm[i].side[2]) printf("   MuJoCo %10.3f us  ratio %6.2f", res->mj.med, res->mj.med / a->med);
+        if (mr->tm[i].side[2]) printf("   MuJoCo %10.3f us  ratio %6.2f", res->mj.med, res->mj.med / a->med);
         printf("   allocs/call %g\n", res->allocs[op]);
     }
     fflush(stdout);
@@ -478,8 +505,11 @@ static void check_special(result *res, const bm_model *model, mb_side *mb, sb_si
     }
 }
 
-static void run_model(const model_spec *sp, result *res)
+/* Build a model's sides, cross-check every operation, and warm up and size its timings. */
+static void model_open(const model_spec *sp, result *res, model_run *mr)
 {
+    memset(mr, 0, sizeof *mr);
+    mr->res = res;
     bm_model model;
     if (build_model(&model, sp) < 0) die("out of memory building a model");
     memset(res, 0, sizeof *res);
@@ -563,16 +593,30 @@ static void run_model(const model_spec *sp, result *res)
     }
     printf("  self-check |residual(udot)| relative: %.1e\n", res->self_check);
     if (!(res->self_check <= TOL)) die("%s: mbk's residual at its own udot is %.3e relative", model.name, res->self_check);
-    bench_ops(res, mb, sb, mj);
-    bench_state_copy(res, mb);
-    mjb_destroy(mj);
-    sb_destroy(sb);
-    mb_destroy(mb);
-    free(q);
-    free(u);
-    free(v);
-    free(kud);
-    bm_free(&model);
+    mr->model = model;
+    mr->mb = mb;
+    mr->sb = sb;
+    mr->mj = mj;
+    mr->q = q;
+    mr->u = u;
+    mr->v = v;
+    mr->kud = kud;
+    ops_start(mr);
+}
+
+/* Summaries, the State copy, and the sides freed. */
+static void model_close(model_run *mr)
+{
+    ops_finish(mr);
+    bench_state_copy(mr->res, mr->mb);
+    mjb_destroy(mr->mj);
+    sb_destroy(mr->sb);
+    mb_destroy(mr->mb);
+    free(mr->q);
+    free(mr->u);
+    free(mr->v);
+    free(mr->kud);
+    bm_free(&mr->model);
 }
 
 /* One whole run of a kind at an accuracy. */
@@ -1163,9 +1207,10 @@ static void write_report(FILE *f, const result *rs, int n, double wall)
                "  constraints, must vanish to 1e-9).\n", MASS_MATRIX_MAX_NU);
     fprintf(f, "- Method: each operation is warmed up, then the repetitions per batch are sized so that a batch\n"
                "  takes about %.0f ms; %d batches per library (fewer, at least 3, when one call is very slow), the\n"
-               "  libraries interleaved batch by batch, rotating which goes first, and a model's operations\n"
-               "  taking turns batch by batch (each prepared again before its batch), so that a noisy spell of\n"
-               "  the shared machine lands on a few batches of every operation. Reported: median and\n"
+               "  libraries interleaved batch by batch, rotating which goes first, a model's operations taking\n"
+               "  turns batch by batch (each prepared again before its batch, with one untimed call), and the\n"
+               "  batches of every model spread over three rounds through all models, so that a noisy spell of\n"
+               "  the shared machine lands on a few batches of many models. Reported: median and\n"
                "  minimum over batches of the time per call, ns per body (median / bodies, Ground excluded), and\n"
                "  the ratio Simbody/mbk of the medians (>1: mbk faster). The mass matrix is timed for nu <= %d.\n",
             opt.batch_s * 1e3, opt.batches, MASS_MATRIX_MAX_NU);
@@ -1334,6 +1379,7 @@ int main(int argc, char **argv)
     if (opt.batch_s <= 0) opt.batch_s = 0.030;
     double t0 = now();
     result *rs = xcalloc(NUM_MODELS, sizeof *rs);
+    model_run *runs = xcalloc(NUM_MODELS, sizeof *runs);
     int n = 0;
     for (int i = 0; i < NUM_MODELS; ++i) {
         bm_model probe;
@@ -1343,8 +1389,18 @@ int main(int argc, char **argv)
             bm_free(&probe);
             if (skip) continue;
         }
-        run_model(&SPECS[i], &rs[n++]);
+        model_open(&SPECS[i], &rs[n], &runs[n]);
+        ++n;
     }
+    /* Every model's batches in ROUNDS rounds over all models: a noisy spell of the shared
+       machine then touches a few batches of many models, not all batches of one. */
+    enum { ROUNDS = 3 };
+    printf("timing: %d rounds over %d models\n", ROUNDS, n);
+    for (int r = 0; r < ROUNDS; ++r)
+        for (int i = 0; i < n; ++i)
+            ops_batches(&runs[i], runs[i].most * r / ROUNDS, runs[i].most * (r + 1) / ROUNDS);
+    for (int i = 0; i < n; ++i) model_close(&runs[i]);
+    free(runs);
     if (!opt.only || !strcmp(opt.only, "chain10")) run_whole();
     double wall = now() - t0;
     write_report(stdout, rs, n, wall);
