@@ -227,6 +227,7 @@ static int mt_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         [C_TRIG] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (2 * (size_t)m->npin + 1) * sizeof(double)},
         [C_QN] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)(MBK_MOBILIZER_MAX_Q * m->nb) * sizeof(double)},
         [C_POS] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)m->nb * sizeof(mt_pos)},
+        [C_JOINT] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)m->nb * sizeof(mt_joint_frame)},
         [C_H] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)(m->nu + 1) * sizeof(mbk_spatial_vec)},
         [C_VEL] = {MBK_STAGE_VELOCITY, MBK_STAGE_VELOCITY, (size_t)m->nb * sizeof(mt_vel)},
         [C_ABI] = {MBK_STAGE_POSITION, MBK_STAGE_INFINITY, (size_t)m->nb * sizeof(mt_inertia) +
@@ -360,6 +361,7 @@ static int mt_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     const double *q = mbk_state_get_subsystem_q(s, m->sub);
     double *qn = mt_cache(m, s, C_QN), *sc = mt_cache(m, s, C_TRIG);
     mt_pos *pos = mt_cache(m, s, C_POS);
+    mt_joint_frame *jf = mt_cache(m, s, C_JOINT);
     mbk_spatial_vec *H = mt_cache(m, s, C_H);
     pin_sines_cosines(m, lay + 2 * m->nb, q, sc);
     memset(&pos[0], 0, sizeof pos[0]);
@@ -379,18 +381,21 @@ static int mt_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         } else {
             p->X_GB = compose_frame(&X_GM, &b->X_MB, b->mb_turns);
         }
-        p->R_GF = X_GF.R;
         p->r_PB = mbk_vec3_sub(p->X_GB.p, pp->X_GB.p);
-        p->p_MB_G = mbk_vec3_sub(p->X_GB.p, X_GM.p);
+        mbk_vec3 p_MB_G = mbk_vec3_sub(p->X_GB.p, X_GM.p);
+        if (!b->spin) {
+            jf[i].R_GF = X_GF.R;
+            jf[i].p_MB_G = p_MB_G;
+        }
         p->c_G = mbk_mat33_mul_vec(p->X_GB.R, b->com);
         p->I_G = b->I_diagonal ? mt_sym3_rotate_diagonal(&p->X_GB.R, &b->I_B) : mt_sym3_rotate(&p->X_GB.R, &b->I_B);
         /* H in G, then from M's origin to B's; a Pin's is F's z axis */
         if (b->pin) {
-            mbk_vec3 z = mbk_mat33_column(p->R_GF, 2);
-            Hb[0] = mbk_spatial_vec_make(z, b->spin ? mbk_vec3_zero() : mbk_vec3_cross(z, p->p_MB_G));
+            mbk_vec3 z = mbk_mat33_column(X_GF.R, 2);
+            Hb[0] = mbk_spatial_vec_make(z, b->spin ? mbk_vec3_zero() : mbk_vec3_cross(z, p_MB_G));
         } else {
             for (int j = 0; j < b->nu; ++j)
-                Hb[j] = mbk_spatial_shift_motion(mbk_spatial_rotate(p->R_GF, Hb[j]), p->p_MB_G);
+                Hb[j] = mbk_spatial_shift_motion(mbk_spatial_rotate(X_GF.R, Hb[j]), p_MB_G);
         }
     }
     return m->ncons ? mt_constraints_position(m, s) : 0;
@@ -406,17 +411,17 @@ static mbk_spatial_vec rel_velocity(const mbk_spatial_vec *Hb, const double *ub,
 
 /* Velocity-product acceleration of a body given the parent's velocity and
    its own velocity relative to the parent; hd is HDot_FM u (in F) or NULL. */
-static mbk_spatial_vec coriolis(const mt_pos *p, const mbk_spatial_vec *hd,
+static mbk_spatial_vec coriolis(const mt_pos *p, const mt_joint_frame *jf, const mbk_spatial_vec *hd,
                                 const mbk_spatial_vec *V_GP, const mbk_spatial_vec *V_rel)
 {
     mbk_vec3 w = V_GP->w, wr = V_rel->w;
     mbk_spatial_vec a;
     /* d/dt (taken in F) of H u shifted from M's origin to B's, in G. */
-    mbk_vec3 hd_w = mbk_vec3_zero(), hd_v = mbk_vec3_cross(wr, mbk_vec3_cross(wr, p->p_MB_G));
+    mbk_vec3 hd_w = mbk_vec3_zero(), hd_v = mbk_vec3_cross(wr, mbk_vec3_cross(wr, jf->p_MB_G));
     if (hd) {
-        hd_w = mbk_mat33_mul_vec(p->R_GF, hd->w);
-        hd_v = mbk_vec3_add(hd_v, mbk_vec3_add(mbk_mat33_mul_vec(p->R_GF, hd->v),
-                                               mbk_vec3_cross(hd_w, p->p_MB_G)));
+        hd_w = mbk_mat33_mul_vec(jf->R_GF, hd->w);
+        hd_v = mbk_vec3_add(hd_v, mbk_vec3_add(mbk_mat33_mul_vec(jf->R_GF, hd->v),
+                                               mbk_vec3_cross(hd_w, jf->p_MB_G)));
     }
     a.w = mbk_vec3_add(mbk_vec3_cross(w, wr), hd_w);
     a.v = mbk_vec3_add(mbk_vec3_add(mbk_vec3_cross(w, mbk_vec3_cross(w, p->r_PB)),
@@ -451,6 +456,7 @@ static int mt_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     const double *u = mbk_state_get_subsystem_u(s, m->sub);
     const double *qn = mt_cache(m, s, C_QN);
     const mt_pos *pos = mt_cache(m, s, C_POS);
+    const mt_joint_frame *jf = mt_cache(m, s, C_JOINT);
     const mbk_spatial_vec *H = mt_cache(m, s, C_H);
     mt_vel *vel = mt_cache(m, s, C_VEL);
     double *qdot = mbk_state_upd_subsystem_qdot(s, m->sub);
@@ -465,7 +471,7 @@ static int mt_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         v->b = gyroscopic(b->mass, &pos[i], v->V_GB.w);
         if (b->spin) v->a_c = coriolis_spin(&pos[i], Vp->w, Vr.w);
         if (b->pin) {
-            if (!b->spin) v->a_c = coriolis(&pos[i], NULL, Vp, &Vr);
+            if (!b->spin) v->a_c = coriolis(&pos[i], &jf[i], NULL, Vp, &Vr);
             qdot[lay[2 * i]] = u[b->u0];
             continue;
         }
@@ -474,7 +480,7 @@ static int mt_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         const double *qb = qn + lay[2 * i];
         mbk_spatial_vec hd;
         if (mob->ops->calc_Hdot_u) mob->ops->calc_Hdot_u(mob->impl, euler, qb, u + b->u0, &hd);
-        v->a_c = coriolis(&pos[i], mob->ops->calc_Hdot_u ? &hd : NULL, Vp, &Vr);
+        v->a_c = coriolis(&pos[i], &jf[i], mob->ops->calc_Hdot_u ? &hd : NULL, Vp, &Vr);
         if (mob->ops->calc_qdot) mob->ops->calc_qdot(mob->impl, euler, qb, u + b->u0, qdot + lay[2 * i]);
         else copy_small(qdot + lay[2 * i], u + b->u0, b->nu);
     }

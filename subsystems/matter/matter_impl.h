@@ -42,12 +42,18 @@ typedef struct mt_node {
 /* Position-stage results of one body. */
 typedef struct mt_pos {
     mbk_transform X_GB;    /* pose in Ground */
-    mbk_mat33 R_GF;        /* orientation of the mobilizer's F frame in Ground */
     mbk_vec3 r_PB;         /* parent origin to body origin, in G */
-    mbk_vec3 p_MB_G;       /* M origin to B origin, in G */
     mt_sym3 I_G;           /* inertia about B's origin, in G */
     mbk_vec3 c_G;          /* centre of mass from B's origin, in G */
 } mt_pos;
+
+/* Position-stage frame data of a joint that is not a spin (a spin needs neither:
+   no HDot, no offset), kept apart from mt_pos so the sweeps of long chains of
+   spins stream less memory. */
+typedef struct mt_joint_frame {
+    mbk_mat33 R_GF;        /* orientation of the mobilizer's F frame in Ground */
+    mbk_vec3 p_MB_G;       /* M origin to B origin, in G */
+} mt_joint_frame;
 
 /* Velocity-stage results of one body. */
 typedef struct mt_vel {
@@ -64,7 +70,7 @@ typedef struct mt_abi {
     double *Dinv;          /* nu_b x nu_b per body, at bodies[b].d0 */
 } mt_abi;
 
-enum { C_QLAYOUT, C_QN, C_TRIG, C_POS, C_H, C_VEL, C_ABI, C_FORCES, C_ACC, C_SCRATCH, C_SCRATCH_MAT,
+enum { C_QLAYOUT, C_QN, C_TRIG, C_JOINT, C_POS, C_H, C_VEL, C_ABI, C_FORCES, C_ACC, C_SCRATCH, C_SCRATCH_MAT,
        C_CSLOTS, C_CSOLVE, NUM_CACHE };
 
 /* Most bodies and mobilities one constraint may name. */
