@@ -989,10 +989,12 @@ static void write_what_made_the_difference(FILE *f)
     fprintf(f, "## What made the difference\n\n"
                "Measured when the changes were made (2026-11-22), not in this run: an mbk-only driver on the\n"
                "same models and states, the builds before and after a change alternated five times, minimum\n"
-               "time per call. Profiles (perf) showed no memory stalls on chains up to 1000 bodies: the time\n"
-               "goes to arithmetic, much of it on the chain of dependent operations that carries each body's\n"
-               "result to the next. The gains come from doing fewer operations and from shortening that chain.\n\n"
-               "| change | where | effect |\n|---|---|---|\n"
+               "time per call. Profiles (perf) put the time of chains up to 1000 bodies in the arithmetic of\n"
+               "the sweeps, much of it on the chain of dependent operations that carries each body's result to\n"
+               "the next; the gains there come from doing fewer operations and from shortening that chain.\n"
+               "Chains of thousands of bodies outgrow the caches, so there memory per body counts too.\n\n"
+               "| change | where | effect |\n|---|---|---|\n");
+    fprintf(f,
                "| Articulated inertias stored symmetric (21 numbers, not 36), with shift, rank-one downdate and "
                "product kernels written for that form (subsystems/matter/mt_inertia.h) | ABI, ABA | chain100 full cycle 16.8 -> 14.5 µs |\n"
                "| Pin kinematics inlined in the sweeps (no calls through the mobilizer ops); a \"spin\" (a Pin "
@@ -1004,7 +1006,8 @@ static void write_what_made_the_difference(FILE *f)
                "parent's acceleration does not wait for the shift; values passed to the next body kept in "
                "registers along unbranched runs | ABA | chain100 full 12.2 -> 10.7 µs, u-only 5.3 -> 4.2 µs |\n"
                "| Small D^-1 (multi-dof joints): one reciprocal per pivot instead of 2n divisions | ABI | humanoid full 3.97 -> 3.71 µs |\n"
-               "| Inertias on principal axes (the usual case) rotated to Ground at half the cost; a spin's pose "
+               );
+    fprintf(f, "| Inertias on principal axes (the usual case) rotated to Ground at half the cost; a spin's pose "
                "composes only the rotation of X_BM | Position | chain100 Position only 3.15 -> 2.11 µs, full 10.6 -> 9.85 µs |\n"
                "| Inverse dynamics: the spin path and the register carry of the ABA | RNEA | chain100 residual 1.90 -> 1.13 µs, RNEA with kinematics 6.2 -> 5.5 µs |\n"
                "| Less memory per body for long chains: the sweeps read a packed 32-byte record per body instead of the "
@@ -1016,11 +1019,13 @@ static void write_what_made_the_difference(FILE *f)
                "once | CRBA | chain100 29.4 -> 11.5 µs, humanoid 2.74 -> 1.57 µs |\n"
                "| Mass matrix: composite inertias kept as rigid bodies (mass, first moment, inertia: 10 numbers) "
                "and shifted by the parallel-axis rule | CRBA | chain100 11.8 -> 10.0 µs, tree255 25.8 -> 23.9 µs, humanoid 1.74 -> 1.43 µs |\n\n"
-               "Overall, the code before these changes (commit aa29e8f) against after, same driver, alternated:\n"
+               );
+    fprintf(f, "Overall, the code before these changes (commit aa29e8f) against after, same driver, alternated:\n"
                "full cycle chain10 1.82 -> 1.18 µs, chain100 17.9 -> 11.3 µs, chain1000 185 -> 109 µs, tree255\n"
                "41.7 -> 24.7 µs, humanoid 5.57 -> 3.71 µs (1.5x-1.7x); u-only 1.4x-1.55x; mass matrix chain100\n"
                "2.7x, humanoid 2.05x, tree255 1.24x; inverse dynamics 1.4x-1.6x.\n\n"
-               "Tried and measured no better, so left out: letting the compiler contract a*b+c into FMA\n"
+               );
+    fprintf(f, "Tried and measured no better, so left out: letting the compiler contract a*b+c into FMA\n"
                "(-ffp-contract=fast: no gain, the chains are latency-bound either way); composing joint frames\n"
                "that permute axes by copying columns (slower than the 3x3 product: indexed loads); carrying\n"
                "whole transforms or articulated inertias in registers (the struct copies cost more than the\n"
