@@ -2,7 +2,7 @@
  *
  *   mbk.c            command line, help, the run/info/bench commands
  *   app_models.c     models: built-ins and URDF files
- *   app_integrate.c  integrators (the library's, or the program's own RK4)
+ *   app_integrate.c  the library's integrators, by name
  *   app_output.c     trajectory CSV and SVG plot
  *   app_info.c       `mbk info` and `mbk bench`
  */
@@ -62,18 +62,16 @@ int app_model_find_joint_q(const app_model *m, const mbk_state *s, const char *j
 typedef struct app_stats {
     char integrator[64];
     long steps, attempts, rejected, rhs, projections, convergence_failures, events;
-    bool library;              /* the library's integrators (else the program's own RK4) */
+    bool integrated;           /* an integrator ran (false when the model had nothing to integrate) */
 } app_stats;
 
 typedef struct app_integrator app_integrator;
-/* The integrator `mbk run` uses unless told: rkmerson (rk4 in the fallback build). */
+/* The integrator `mbk run` uses unless told: rkmerson. */
 const char *app_integrator_default(void);
 /* Names accepted by --integrator, one line for --help. */
 const char *app_integrator_names(void);
-/* Whether a name is known (accepted by --integrator) and whether it is available
-   in this build; *why says what is missing when it is not. */
+/* Whether a name is known (accepted by --integrator). */
 bool app_integrator_known(const char *name);
-bool app_integrator_available(const char *name, const char **why);
 /* Create, set accuracy (and fixed step when step > 0) and initialize from s0. */
 app_integrator *app_integrator_start(const mbk_system *sys, const char *name, double accuracy,
                                      double step, const mbk_state *s0);
