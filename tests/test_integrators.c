@@ -6,6 +6,7 @@
  * failures, NaN derivatives, too many steps, impossible tolerances) with
  * the last good State kept, no allocation per step, and determinism. */
 #include "mbk/mbk.h"
+#include "integrator_table.h"
 #include "mbk_test.h"
 
 #include <math.h>
@@ -123,24 +124,6 @@ static void osc_exact(double t, double *x, double *v)
 /* ------------------------------------------------------------------ */
 /* Integrator table                                                     */
 /* ------------------------------------------------------------------ */
-
-typedef enum { I_MERSON, I_RK4, I_EULER, I_SEMI, I_BDF, I_ADAMS, I_IDA, I_COUNT } which;
-static const char *names[I_COUNT] = {"RK-Merson", "RK4", "explicit Euler", "semi-explicit Euler",
-                                     "CVODE BDF", "CVODE Adams", "IDA"};
-
-static mbk_integrator *make(which w, const mbk_system *sys)
-{
-    switch (w) {
-    case I_MERSON: return mbk_integrator_create_rkmerson(sys);
-    case I_RK4: return mbk_integrator_create_rk4(sys);
-    case I_EULER: return mbk_integrator_create_explicit_euler(sys);
-    case I_SEMI: return mbk_integrator_create_semi_explicit_euler(sys);
-    case I_BDF: return mbk_integrator_create_cvode(sys, MBK_CVODE_BDF);
-    case I_ADAMS: return mbk_integrator_create_cvode(sys, MBK_CVODE_ADAMS);
-    case I_IDA: return mbk_integrator_create_ida(sys);
-    default: return NULL;
-    }
-}
 
 static bool available(which w)
 {
