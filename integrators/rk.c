@@ -187,6 +187,17 @@ static double start_step(rk_impl *r, mbk_integrator *ig, const mbk_integrator_se
     return fmin(fmin(100 * h0, h1), set->max_step);
 }
 
+/* A step that failed its error test: counted, its reason kept (the weighted norm, the
+   tolerances, then advice), and the smaller step to try next returned. */
+static double reject_step(rk_impl *r, mbk_integrator_stats *st, const mbk_integrator_settings *set, double norm,
+                          double h, double order, const char *advice)
+{
+    st->error_test_failures++;
+    snprintf(r->reason, sizeof r->reason, "the error test kept failing (weighted error norm %.3g > 1 with rel tol %g, "
+             "abs tol %g)%s", norm, set->rel_tol, set->abs_tol, advice);
+    return h * fmax(0.1, 0.9 * pow(norm, -1.0 / order));
+}
+
 static int give_up(rk_impl *r, mbk_integrator *ig, int status, double t, double h, double hmin)
 {
     return mbk_set_error(status, "%s could not take a step from t = %.17g: the step size fell to %g "
@@ -252,16 +263,12 @@ static int rk_step(void *impl, mbk_integrator *ig, double t_stop)
         if (rc == MBK_OK && !fixed && !euler_kind) {
             norm = mbk_integrator_calc_error_norm(ig, r->ERR, y0, r->Y1);
             if (norm > 1.0) {
-                st->error_test_failures++;
+                h = reject_step(r, st, &set, norm, he, p,
+                                ": the accuracy asked for may be too tight for double precision, or the "
+                                "solution is not smooth here; loosen the tolerances or look for a discontinuity");
                 failures++;
                 error_failures++;
                 status = MBK_EINTEGRATOR;
-                snprintf(r->reason, sizeof r->reason,
-                         "the error test kept failing (weighted error norm %.3g > 1 with rel tol %g, "
-                         "abs tol %g): the accuracy asked for may be too tight for double precision, "
-                         "or the solution is not smooth here; loosen the tolerances or look for a "
-                         "discontinuity", norm, set.rel_tol, set.abs_tol);
-                h = he * fmax(0.1, 0.9 * pow(norm, -1.0 / p));
                 continue;
             }
         }
@@ -274,15 +281,11 @@ static int rk_step(void *impl, mbk_integrator *ig, double t_stop)
             if (rc < 0) ig_uncommit(ig);
             if (rc == MBK_OK && norm > 1.0) {
                 ig_uncommit(ig);
-                st->error_test_failures++;
+                h = reject_step(r, st, &set, norm, he, p,
+                                "; loosen the tolerances or use a higher-order integrator");
                 failures++;
                 error_failures++;
                 status = MBK_EINTEGRATOR;
-                snprintf(r->reason, sizeof r->reason,
-                         "the error test kept failing (weighted error norm %.3g > 1 with rel tol %g, "
-                         "abs tol %g); loosen the tolerances or use a higher-order integrator",
-                         norm, set.rel_tol, set.abs_tol);
-                h = he * fmax(0.1, 0.9 * pow(norm, -1.0 / p));
                 continue;
             }
         }
