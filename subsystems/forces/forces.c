@@ -204,7 +204,7 @@ static int cached_custom_force(const mbk_forces *f, const fe_elem *e, const mbk_
                                const mbk_state *s, mbk_spatial_vec *F, double *tau)
 {
     mbk_spatial_vec *cF = mbk_state_upd_cache(s, f->sub, e->cache);
-    double *ctau = (double *)(cF + f->nb);
+    double *ctau = mt_mobility_forces(cF, f->nb);
     if (!mbk_state_is_cache_realized(s, f->sub, e->cache)) {
         memset(cF, 0, (size_t)f->nb * sizeof *cF + (size_t)f->nu * sizeof *ctau);
         int rc = e->ops.calc_force(e->impl, c, s, cF, ctau);
@@ -222,7 +222,7 @@ static int fs_dynamics(void *impl, const mbk_subsystem_ctx *sc, mbk_state *s)
     const mbk_forces *f = impl;
     /* matter realized its Dynamics (zeroing these) before any force subsystem: use them directly */
     mbk_spatial_vec *F = mt_cache(f->matter, s, C_FORCES);
-    double *tau = (double *)(F + f->nb);
+    double *tau = mt_mobility_forces(F, f->nb);
     const int *on = enabled_flags(f, s);
     if (!F) return mbk_last_status();
     for (int i = 0; i < f->n; ++i) {

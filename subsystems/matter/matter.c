@@ -692,8 +692,8 @@ static int mt_acceleration(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 {
     (void)c;
     const mbk_matter *m = impl;
-    const mbk_spatial_vec *F = mt_cache(m, s, C_FORCES);
-    const double *tau = (const double *)(F + m->nb); /* mobility forces follow the body forces */
+    mbk_spatial_vec *F = mt_cache(m, s, C_FORCES);
+    const double *tau = mt_mobility_forces(F, m->nb);
     mbk_spatial_vec *A = mt_cache(m, s, C_ACC), *z = A + m->nb;
     double *udot = mbk_state_upd_subsystem_udot(s, m->sub);
     mt_aba_solve(m, s, tau, F, true, A, z, udot);
@@ -818,8 +818,8 @@ static void *forces_of(const mbk_system *sys, const mbk_state *s, int which, boo
         return NULL;
     }
     if (mt_need(m, s, for_read ? MBK_STAGE_DYNAMICS : MBK_STAGE_VELOCITY, fn) < 0) return NULL;
-    char *base = mt_cache(m, s, C_FORCES);
-    return which ? base + (size_t)m->nb * sizeof(mbk_spatial_vec) : base;
+    mbk_spatial_vec *F = mt_cache(m, s, C_FORCES);
+    return which ? (void *)mt_mobility_forces(F, m->nb) : (void *)F;
 }
 
 const mbk_spatial_vec *mbk_multibody_get_body_forces(const mbk_system *sys, const mbk_state *s) { return forces_of(sys, s, 0, true, "mbk_multibody_get_body_forces"); }

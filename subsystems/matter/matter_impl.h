@@ -136,13 +136,14 @@ static inline bool use_euler(const mbk_matter *m, const mbk_state *s)
     return *(const bool *)mbk_state_get_discrete(s, m->sub, m->euler_var);
 }
 
-static inline void *vec_of(void *base, size_t off) { return (char *)base + off; }
-
 /* Sizes of the cache blobs; forces = body forces (nb) then mobility forces (nu). */
 static inline size_t forces_bytes(const mbk_matter *m)
 {
     return (size_t)m->nb * sizeof(mbk_spatial_vec) + (size_t)(m->nu + 1) * sizeof(double);
 }
+
+/* The mobility forces of a force blob, right after its nb body forces. */
+static inline double *mt_mobility_forces(mbk_spatial_vec *F, int nb) { return (double *)(F + nb); }
 
 /* Views of the articulated-body blob. */
 static inline mt_abi mt_abi_of(const mbk_matter *m, const mbk_state *s)
