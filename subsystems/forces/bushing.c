@@ -62,8 +62,8 @@ static int bushing_force(const fe_elem *e, const double *p, const mbk_force_ctx 
         double sign = side ? 1.0 : -1.0;
         mbk_vec3 r = mbk_vec3_sub(k.p_GM, pos[b].X_GB.p);
         mbk_vec3 fs = mbk_vec3_scale(force, sign);
-        F[b].w = mbk_vec3_add(F[b].w, mbk_vec3_add(mbk_vec3_scale(torque, sign), mbk_vec3_cross(r, fs)));
-        F[b].v = mbk_vec3_add(F[b].v, fs);
+        F[b].w = mbk_vec3_add(F[b].w, mbk_vec3_scale(torque, sign));
+        fe_add_force_at(&F[b], r, fs);
     }
     return 0;
 }

@@ -54,8 +54,7 @@ static int contact_force(const fe_elem *e, const double *p, const mbk_force_ctx 
         force.x -= f * mu * vS.x / vs;
         force.y -= f * mu * vS.y / vs;
     }
-    F[b].w = mbk_vec3_add(F[b].w, mbk_vec3_cross(r, force));
-    F[b].v = mbk_vec3_add(F[b].v, force);
+    fe_add_force_at(&F[b], r, force);
     return 0;
 }
 

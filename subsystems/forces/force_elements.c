@@ -42,8 +42,7 @@ static void apply_at_station(const mbk_force_ctx *c, const mbk_state *s, mbk_spa
 {
     const mt_pos *pos = mt_cache(mbk_force_ctx_get_matter(c), s, C_POS);
     mbk_vec3 r = mbk_mat33_mul_vec(pos[b].X_GB.R, st);
-    F[b].w = mbk_vec3_add(F[b].w, mbk_vec3_cross(r, f_G));
-    F[b].v = mbk_vec3_add(F[b].v, f_G);
+    fe_add_force_at(&F[b], r, f_G);
 }
 
 /* Equal and opposite forces along the line of two stations: tension > 0 pulls them together. */
@@ -81,8 +80,7 @@ static int gravity_force(const fe_elem *e, const double *p, const mbk_force_ctx 
     mbk_vec3 g = mbk_vec3_make(p[0], p[1], p[2]);
     for (int b = 1; b < m->nb; ++b) {
         mbk_vec3 f = mbk_vec3_scale(g, m->nodes[b].mass);
-        F[b].w = mbk_vec3_add(F[b].w, mbk_vec3_cross(pos[b].c_G, f));
-        F[b].v = mbk_vec3_add(F[b].v, f);
+        fe_add_force_at(&F[b], pos[b].c_G, f);
     }
     return 0;
 }

@@ -53,6 +53,14 @@ struct mbk_force_ctx {
     int element;         /* the element's index */
 };
 
+/* Add a force f applied at offset r from a body's origin (both in G) to its body force:
+   moment r x f about the origin, and f. */
+static inline void fe_add_force_at(mbk_spatial_vec *Fb, mbk_vec3 r, mbk_vec3 f)
+{
+    Fb->w = mbk_vec3_add(Fb->w, mbk_vec3_cross(r, f));
+    Fb->v = mbk_vec3_add(Fb->v, f);
+}
+
 /* Built-in laws (force_elements.c, bushing.c, contact.c). */
 extern const fe_kind fe_gravity, fe_tp_spring, fe_tp_damper, fe_tp_constant, fe_mob_spring,
     fe_mob_damper, fe_mob_constant, fe_mob_stop, fe_constant_force, fe_constant_torque,
