@@ -10,7 +10,6 @@
 #include "mbk/alloc.h"
 #include "mbk/constraints.h"
 #include "mbk/status.h"
-#include "system_impl.h"
 
 enum { DRIVE_STEPPED = 100, MAX_LOCALIZE_BACKUPS = 4 };
 
@@ -328,7 +327,11 @@ static int reserve_witnesses(mbk_integrator *ig, int n)
     return MBK_OK;
 }
 
-static const sys_sub *sub_of(const mbk_integrator *ig, int k) { return ig->sys->subs[k]; }
+/* Subsystem k's ops table (public: the integrators see the System through its API). */
+static const mbk_subsystem_ops *ops_of(const mbk_integrator *ig, int k)
+{
+    return mbk_system_get_subsystem_ops(ig->sys, k);
+}
 
 /* Sizes, witnesses and buffers from `cur` (at Instance or later). May allocate. */
 static int setup_layout(mbk_integrator *ig)
@@ -351,13 +354,13 @@ static int setup_layout(mbk_integrator *ig)
         ig->sched_ids = mbk_calloc((size_t)n, sizeof *ig->sched_ids);
         if (!ig->acc || !ig->sched_t || !ig->sched_n || !ig->sched_cap || !ig->sched_ids) return MBK_ENOMEM;
         for (int k = 0; k < nsub; ++k) {
-            if (!sub_of(ig, k)->ops.next_scheduled_event) continue;
+            if (!ops_of(ig, k)->next_scheduled_event) continue;
             ig->sched_ids[k] = mbk_malloc(8 * sizeof **ig->sched_ids);
             if (!ig->sched_ids[k]) return MBK_ENOMEM;
             ig->sched_cap[k] = 8;
         }
     }
-    ig->ev = ev_find(ig->sys, &ig->ev_index);
+    ig->ev_index = mbk_system_get_events_subsystem(ig->sys);
 
     int total = 0;
     for (int g = MBK_STAGE_TIME; g <= MBK_STAGE_REPORT; ++g) {
@@ -379,7 +382,7 @@ static int setup_layout(mbk_integrator *ig)
             int end = k + 1 < nsub ? (int)(mbk_state_upd_event_triggers(s, k + 1, (mbk_stage)g) - base) : n;
             for (int j = start; j < end; ++j) {
                 int local = ig->acc[k] + (j - start);
-                bool active = k == ig->ev_index || sub_of(ig, k)->ops.handle_events != NULL;
+                bool active = k == ig->ev_index || ops_of(ig, k)->handle_events != NULL;
                 if (!active) continue;
                 mbk_event_direction dir = mbk_system_get_witness_direction(ig->sys, k, local);
                 if ((int)dir == 0) return mbk_last_status();
@@ -388,7 +391,7 @@ static int setup_layout(mbk_integrator *ig)
                 ig->w_off[nw] = j;
                 ig->w_stage[nw] = (mbk_stage)g;
                 ig->w_dir[nw] = dir;
-                ig->w_rep[nw] = k == ig->ev_index && ev_is_reporter(ig->ev, local);
+                ig->w_rep[nw] = k == ig->ev_index && mbk_system_is_event_reporter(ig->sys, local);
                 ig->fired[nw] = false;
                 ig->w_max_stage = (mbk_stage)g;
                 ++nw;
@@ -672,17 +675,16 @@ static int query_scheduled(mbk_integrator *ig, double *t_sched)
     const mbk_state *s = ig->cur;
     double t = mbk_state_get_time(s), best = INFINITY;
     for (int k = 0; k < ig->nsub; ++k) {
-        const sys_sub *b = sub_of(ig, k);
         ig->sched_t[k] = INFINITY;
         ig->sched_n[k] = 0;
-        if (!b->ops.next_scheduled_event) continue;
+        if (!ops_of(ig, k)->next_scheduled_event) continue;
         double tn = INFINITY;
         int n = 0;
         for (int attempt = 0; attempt < 3; ++attempt) {
             tn = INFINITY;
             n = ig->sched_cap[k];
             mbk_clear_error();
-            int rc = b->ops.next_scheduled_event(b->impl, &b->ctx, s, &tn, ig->sched_ids[k], &n);
+            int rc = mbk_system_next_scheduled_event(ig->sys, k, s, &tn, ig->sched_ids[k], &n);
             if (rc != 0) {
                 const char *why = mbk_last_error();
                 return mbk_set_error(rc < 0 && rc == mbk_last_status() ? rc : MBK_EUSER,
@@ -750,8 +752,7 @@ static int handle_events(mbk_integrator *ig, double t, bool sched_due, int *nhan
     mbk_stage before = mbk_state_get_stage(s);
     mbk_event_result total = {MBK_STAGE_INFINITY, false};
     for (int k = 0; k < ig->nsub; ++k) {
-        const sys_sub *b = sub_of(ig, k);
-        if (!b->ops.handle_events) continue;
+        if (!ops_of(ig, k)->handle_events) continue;
         int n = 0;
         int extra = sched_due && ig->sched_t[k] == t ? ig->sched_n[k] : 0;
         if ((rc = need_ids(ig, ig->nw + extra + 1)) < 0) return rc;
@@ -761,7 +762,7 @@ static int handle_events(mbk_integrator *ig, double t, bool sched_due, int *nhan
         if (n == 0) continue;
         mbk_event_result r = {MBK_STAGE_INFINITY, false};
         mbk_clear_error();
-        rc = b->ops.handle_events(b->impl, &b->ctx, s, ig->ids, n, &r);
+        rc = mbk_system_handle_events(ig->sys, k, s, ig->ids, n, &r);
         if (rc != 0) {
             const char *why = mbk_last_error();
             rc = mbk_set_error(rc < 0 && rc == mbk_last_status() ? rc : MBK_EUSER,
@@ -903,7 +904,7 @@ static int step_failed(mbk_integrator *ig, int rc, const char *fn) { return fail
 
 static int call_reporters(mbk_integrator *ig, bool any_fired, bool rep_due, double t)
 {
-    if (!ig->ev) return MBK_OK;
+    if (ig->ev_index < 0) return MBK_OK;
     int n = 0;
     if (any_fired)
         for (int i = 0; i < ig->nw; ++i)
@@ -911,8 +912,8 @@ static int call_reporters(mbk_integrator *ig, bool any_fired, bool rep_due, doub
     if (n == 0 && !rep_due) return MBK_OK;
     int rc = mbk_system_realize(ig->sys, ig->cur, MBK_STAGE_REPORT);
     if (rc < 0) return rc;
-    if (n) ig->stats.reports += ev_call_event_reporters(ig->ev, ig->sys, ig->cur, ig->ids, n);
-    if (rep_due) ig->stats.reports += ev_call_periodic_reporters(ig->ev, ig->sys, ig->cur, t);
+    if (n) ig->stats.reports += mbk_system_call_event_reporters(ig->sys, ig->cur, ig->ids, n);
+    if (rep_due) ig->stats.reports += mbk_system_call_periodic_reporters(ig->sys, ig->cur, t);
     return MBK_OK;
 }
 
@@ -943,7 +944,7 @@ static int drive(mbk_integrator *ig, double t_report, bool one_step, const char 
         if (t >= t_report) return MBK_OK;
         double t_sched = INFINITY;
         if ((rc = query_scheduled(ig, &t_sched)) < 0) return step_failed(ig, rc, fn);
-        double t_rep = ig->ev ? ev_next_report_time(ig->ev, t) : INFINITY;
+        double t_rep = ig->ev_index >= 0 ? mbk_system_get_next_report_time(ig->sys, t) : INFINITY;
         double t_stop = fmin(fmin(t_report, t_sched), fmin(t_rep, ig->loc_target));
         if (ig->steps_this_call >= ig->set.max_steps)
             return mbk_set_error(MBK_EINTEGRATOR,

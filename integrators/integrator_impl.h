@@ -3,8 +3,9 @@
 #ifndef MBK_INTEGRATOR_IMPL_H
 #define MBK_INTEGRATOR_IMPL_H
 
-#include "events_impl.h"
+#include "mbk/events.h"
 #include "mbk/integrator.h"
+#include "mbk/system.h"
 
 enum {
     IG_IN_PLACE = 1 /* the step op advances `cur` in place and locates its own roots */
@@ -42,9 +43,7 @@ struct mbk_integrator {
     double *yh;                     /* Hermite-interpolated y */
     int cap_y;
 
-    /* events subsystem */
-    const ev_subsystem *ev;
-    int ev_index;
+    int ev_index;                   /* the events subsystem (-1: none) */
 
     /* scheduled events, per subsystem */
     double *sched_t;

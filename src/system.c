@@ -362,3 +362,35 @@ int mbk_system_project(const mbk_system *sys, mbk_state *s, double tol)
     }
     return mbk_system_realize(sys, s, MBK_STAGE_VELOCITY);
 }
+
+/* The subsystem at index k, or NULL with MBK_EINVAL set. */
+static const sys_sub *checked_sub(const mbk_system *sys, int k, const char *fn)
+{
+    if (!sys) return mbk_set_error(MBK_EINVAL, "%s: system is NULL", fn), NULL;
+    if (k < 0 || k >= sys->nsub)
+        return mbk_set_error(MBK_EINVAL, "%s: subsystem %d is out of range; the system has %d",
+                             fn, k, sys->nsub), NULL;
+    return sys->subs[k];
+}
+
+int mbk_system_handle_events(const mbk_system *sys, int subsystem, mbk_state *s,
+                             const int *event_ids, int n_events, mbk_event_result *result)
+{
+    const sys_sub *b = checked_sub(sys, subsystem, "mbk_system_handle_events");
+    if (!b) return MBK_EINVAL;
+    if (!b->ops.handle_events) return MBK_OK;
+    return b->ops.handle_events(b->impl, &b->ctx, s, event_ids, n_events, result);
+}
+
+int mbk_system_next_scheduled_event(const mbk_system *sys, int subsystem, const mbk_state *s,
+                                    double *t_next, int *event_ids, int *n_events)
+{
+    const sys_sub *b = checked_sub(sys, subsystem, "mbk_system_next_scheduled_event");
+    if (!b) return MBK_EINVAL;
+    *t_next = INFINITY;
+    if (!b->ops.next_scheduled_event) {
+        *n_events = 0;
+        return MBK_OK;
+    }
+    return b->ops.next_scheduled_event(b->impl, &b->ctx, s, t_next, event_ids, n_events);
+}

@@ -104,6 +104,27 @@ mbk_event_direction mbk_system_get_witness_direction(const mbk_system *sys, int 
 /* Index of the events subsystem, or -1 when no event was added. */
 int mbk_system_get_events_subsystem(const mbk_system *sys);
 
+/* ---- for integrators, built-in or your own, that drive events ----
+   Triggered events of the events subsystem that carry a reporter are
+   reported, not handled: an integrator calls their reporters where they
+   cross, and the periodic reporters at their times. Subsystems' own
+   handlers and scheduled events are reached through
+   mbk_system_handle_events and mbk_system_next_scheduled_event (system.h). */
+
+/* True when the events subsystem's witness `event_id` belongs to a reporter
+   (mbk_system_add_event_reporter) rather than a handler. */
+bool mbk_system_is_event_reporter(const mbk_system *sys, int event_id);
+/* Call the reporters among the events subsystem's event ids (others are
+   skipped) on s, realized to Report. Returns how many ran. */
+int mbk_system_call_event_reporters(const mbk_system *sys, const mbk_state *s,
+                                    const int *event_ids, int n);
+/* Earliest time strictly after t at which a periodic reporter is due
+   (INFINITY when there is none). */
+double mbk_system_get_next_report_time(const mbk_system *sys, double t);
+/* Call every periodic reporter due at exactly t on s (realized to Report).
+   Returns how many ran. */
+int mbk_system_call_periodic_reporters(const mbk_system *sys, const mbk_state *s, double t);
+
 #ifdef __cplusplus
 }
 #endif

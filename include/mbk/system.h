@@ -107,6 +107,16 @@ int mbk_system_calc_ydot(const mbk_system *sys, mbk_state *s, double t, const do
    are within tol). Leaves the State realized to Velocity. MBK_ECONVERGE if a
    projection fails; the State is then unchanged. */
 int mbk_system_project(const mbk_system *sys, mbk_state *s, double tol);
+/* Call a subsystem's handle_events op with the ids of its events that occurred at
+   the State's time (for integrators, built-in or your own). Returns what the op
+   returned (MBK_OK when it has none), or MBK_EINVAL for a bad subsystem index. */
+int mbk_system_handle_events(const mbk_system *sys, int subsystem, mbk_state *s,
+                             const int *event_ids, int n_events, mbk_event_result *result);
+/* Call a subsystem's next_scheduled_event op (its contract is in mbk_subsystem_ops).
+   *t_next is set to INFINITY first; with no op, *n_events is set to 0. Returns what
+   the op returned, or MBK_EINVAL for a bad subsystem index. */
+int mbk_system_next_scheduled_event(const mbk_system *sys, int subsystem, const mbk_state *s,
+                                    double *t_next, int *event_ids, int *n_events);
 
 #ifdef __cplusplus
 }

@@ -9,10 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "events_impl.h"
 #include "mbk/alloc.h"
+#include "mbk/events.h"
 #include "mbk/state.h"
 #include "mbk/status.h"
+#include "mbk/system.h"
 
 enum { EV_NSTAGE = MBK_STAGE_REPORT - MBK_STAGE_TIME + 1 };
 
@@ -46,7 +47,7 @@ typedef struct ev_dir {
     mbk_event_direction dir;
 } ev_dir;
 
-struct ev_subsystem {
+typedef struct ev_subsystem {
     ev_trig *trig;
     int ntrig, cap_trig;
     ev_sched *sched; /* sorted by time by realize_topology */
@@ -59,7 +60,7 @@ struct ev_subsystem {
     /* built by realize_topology */
     int *slot; /* local witness id (stage order) -> index into trig */
     int first[EV_NSTAGE], count[EV_NSTAGE];
-};
+} ev_subsystem;
 
 static const mbk_subsystem_ops ev_ops; /* defined below */
 
@@ -264,6 +265,14 @@ static const mbk_subsystem_ops ev_ops = {
 /* Adding events                                                        */
 /* ------------------------------------------------------------------ */
 
+/* The events subsystem's impl and index (NULL and -1 when the System has none). */
+static const ev_subsystem *ev_find(const mbk_system *sys, int *index)
+{
+    int k = mbk_system_find_subsystem(sys, &ev_ops);
+    if (index) *index = k;
+    return k >= 0 ? mbk_system_get_subsystem_impl(sys, k) : NULL;
+}
+
 /* The events subsystem, added on first use; invalidates a realized topology. */
 static ev_subsystem *ev_get(mbk_system *sys, const char *fn)
 {
@@ -412,36 +421,32 @@ mbk_event_direction mbk_system_get_witness_direction(const mbk_system *sys, int 
 int mbk_system_get_events_subsystem(const mbk_system *sys) { return mbk_system_find_subsystem(sys, &ev_ops); }
 
 /* ------------------------------------------------------------------ */
-/* Driver interface                                                     */
+/* Serving the integrators (and outside drivers)                        */
 /* ------------------------------------------------------------------ */
 
-const ev_subsystem *ev_find(const mbk_system *sys, int *index)
-{
-    int k = mbk_system_find_subsystem(sys, &ev_ops);
-    if (index) *index = k;
-    return k >= 0 ? mbk_system_get_subsystem_impl(sys, k) : NULL;
-}
-
-bool ev_is_reporter(const ev_subsystem *ev, int local_id)
+static bool ev_is_reporter(const ev_subsystem *ev, int local_id)
 {
     return ev && ev->slot && local_id >= 0 && local_id < ntotal(ev) &&
            ev->trig[ev->slot[local_id]].reporter != NULL;
 }
 
-int ev_call_event_reporters(const ev_subsystem *ev, const mbk_system *sys, const mbk_state *s,
-                            const int *ids, int n)
+bool mbk_system_is_event_reporter(const mbk_system *sys, int event_id)
 {
+    return ev_is_reporter(ev_find(sys, NULL), event_id);
+}
+
+int mbk_system_call_event_reporters(const mbk_system *sys, const mbk_state *s, const int *event_ids, int n)
+{
+    const ev_subsystem *ev = ev_find(sys, NULL);
     int ran = 0;
-    for (int i = 0; i < n; ++i)
-        if (ev_is_reporter(ev, ids[i])) {
-            const ev_trig *e = &ev->trig[ev->slot[ids[i]]];
+    for (int i = 0; event_ids && i < n; ++i)
+        if (ev_is_reporter(ev, event_ids[i])) {
+            const ev_trig *e = &ev->trig[ev->slot[event_ids[i]]];
             e->reporter(e->user, sys, s);
             ++ran;
         }
     return ran;
 }
-
-int ev_num_periodic(const ev_subsystem *ev) { return ev ? ev->nper : 0; }
 
 /* Smallest k * interval strictly after t. */
 static double next_multiple(double interval, double t)
@@ -452,8 +457,9 @@ static double next_multiple(double interval, double t)
     return k * interval;
 }
 
-double ev_next_report_time(const ev_subsystem *ev, double t)
+double mbk_system_get_next_report_time(const mbk_system *sys, double t)
 {
+    const ev_subsystem *ev = ev_find(sys, NULL);
     double best = INFINITY;
     for (int i = 0; ev && i < ev->nper; ++i) {
         double tn = next_multiple(ev->per[i].interval, t);
@@ -462,9 +468,9 @@ double ev_next_report_time(const ev_subsystem *ev, double t)
     return best;
 }
 
-int ev_call_periodic_reporters(const ev_subsystem *ev, const mbk_system *sys, const mbk_state *s,
-                               double t)
+int mbk_system_call_periodic_reporters(const mbk_system *sys, const mbk_state *s, double t)
 {
+    const ev_subsystem *ev = ev_find(sys, NULL);
     int ran = 0;
     for (int i = 0; ev && i < ev->nper; ++i) {
         const ev_periodic *p = &ev->per[i];
