@@ -33,9 +33,9 @@ static const double RCOND = 1e-10;
 /* Byte offsets of the work space sections (and its total size). */
 static size_t ws_layout(const mbk_matter *m, size_t off[12])
 {
-    size_t mm = (size_t)(m->mmax > 0 ? m->mmax : 1), nu = (size_t)(m->nu + 1), nb = (size_t)m->nb;
+    size_t mm = (size_t)(ct_of(m)->mmax > 0 ? ct_of(m)->mmax : 1), nu = (size_t)(m->nu + 1), nb = (size_t)m->nb;
     size_t nq = (size_t)MBK_MOBILIZER_MAX_Q * nb;
-    const size_t sizes[12] = {mm * mm * 8, mm * nu * 8, mm * 8, mm * 8, mm * 8, (size_t)(m->lwork + 1) * 8,
+    const size_t sizes[12] = {mm * mm * 8, mm * nu * 8, mm * 8, mm * 8, mm * 8, (size_t)(ct_of(m)->lwork + 1) * 8,
                               nu * 8, nu * 8, nb * sizeof(mbk_spatial_vec), nb * sizeof(mbk_spatial_vec),
                               2 * nb * sizeof(mbk_spatial_vec), mm * sizeof(int) + 8 + (3 * nq + nu) * 8};
     size_t o = 0;
@@ -50,7 +50,7 @@ ct_solve_ws ct_workspace(const mbk_matter *m, const mbk_state *s)
 {
     size_t off[12];
     ws_layout(m, off);
-    char *b = mt_cache(m, s, C_CSOLVE);
+    char *b = mbk_state_upd_cache(s, m->sub, ct_of(m)->cache_solve);
     ct_solve_ws w = {(double *)(b + off[0]), (double *)(b + off[1]), (double *)(b + off[2]),
                      (double *)(b + off[3]), (double *)(b + off[4]), (double *)(b + off[5]),
                      (double *)(b + off[6]), (double *)(b + off[7]), (mbk_spatial_vec *)(b + off[8]),
@@ -63,41 +63,41 @@ ct_solve_ws ct_workspace(const mbk_matter *m, const mbk_state *s)
 static double *ws_saved(const mbk_matter *m, const ct_solve_ws *w, int which)
 {
     size_t nq = (size_t)MBK_MOBILIZER_MAX_Q * (size_t)m->nb;
-    double *base = (double *)((char *)w->jpvt + (((size_t)(m->mmax > 0 ? m->mmax : 1) * sizeof(int) + 7) & ~(size_t)7));
+    double *base = (double *)((char *)w->jpvt + (((size_t)(ct_of(m)->mmax > 0 ? ct_of(m)->mmax : 1) * sizeof(int) + 7) & ~(size_t)7));
     return base + (size_t)(which < 3 ? which : 3) * nq;
 }
 
-int mt_constraints_topology(mbk_matter *m, mbk_state *s)
+int ct_topology(mbk_matter *m, mbk_state *s)
 {
-    int n = m->ncons > 0 ? m->ncons : 1;
+    int n = ct_of(m)->ncons > 0 ? ct_of(m)->ncons : 1;
     mbk_value_type flags = mbk_value_array_of_int(n);
     int *on = mbk_calloc((size_t)n, sizeof(int));
     if (!on) return MBK_ENOMEM;
     for (int i = 0; i < n; ++i) on[i] = 1;
-    m->cons_enabled_var = mbk_state_allocate_discrete(s, m->sub, MBK_STAGE_INSTANCE, &flags, on);
+    ct_of(m)->enabled_var = mbk_state_allocate_discrete(s, m->sub, MBK_STAGE_INSTANCE, &flags, on);
     mbk_free(on);
-    if (m->cons_enabled_var < 0) return m->cons_enabled_var;
+    if (ct_of(m)->enabled_var < 0) return ct_of(m)->enabled_var;
     /* LAPACK's work space for the largest solve, asked once */
-    m->lwork = 1;
-    if (m->mmax > 0) {
-        int mm = m->mmax, one = 1, rank, info, lwork = -1, jpvt = 0;
+    ct_of(m)->lwork = 1;
+    if (ct_of(m)->mmax > 0) {
+        int mm = ct_of(m)->mmax, one = 1, rank, info, lwork = -1, jpvt = 0;
         double query = 0, a = 0, b = 0, rcond = RCOND;
         dgelsy_(&mm, &mm, &one, &a, &mm, &b, &mm, &jpvt, &rcond, &rank, &query, &lwork, &info);
-        m->lwork = (int)query + 4 * mm + 64;
+        ct_of(m)->lwork = (int)query + 4 * mm + 64;
     }
     mbk_value_type slots = mbk_value_bytes(sizeof(mt_cslots) + 3 * (size_t)n * sizeof(int), 8);
-    m->cache[C_CSLOTS] = mbk_state_allocate_cache(s, m->sub, MBK_STAGE_INSTANCE, MBK_STAGE_INSTANCE, &slots, NULL);
+    ct_of(m)->cache_slots = mbk_state_allocate_cache(s, m->sub, MBK_STAGE_INSTANCE, MBK_STAGE_INSTANCE, &slots, NULL);
     size_t off[12];
     mbk_value_type ws = mbk_value_bytes(ws_layout(m, off), 64);
-    m->cache[C_CSOLVE] = mbk_state_allocate_lazy_cache(s, m->sub, MBK_STAGE_TOPOLOGY, &ws, NULL);
-    return m->cache[C_CSLOTS] < 0 || m->cache[C_CSOLVE] < 0 ? mbk_last_status() : MBK_OK;
+    ct_of(m)->cache_solve = mbk_state_allocate_lazy_cache(s, m->sub, MBK_STAGE_TOPOLOGY, &ws, NULL);
+    return ct_of(m)->cache_slots < 0 || ct_of(m)->cache_solve < 0 ? mbk_last_status() : MBK_OK;
 }
 
 /* ------------------------------------------------------------------ */
 /* Building blocks                                                      */
 /* ------------------------------------------------------------------ */
 
-void mt_accel_kinematics(const mbk_matter *m, const mbk_state *s, const double *udot, mbk_spatial_vec *A)
+void ct_accel_kinematics(const mbk_matter *m, const mbk_state *s, const double *udot, mbk_spatial_vec *A)
 {
     const mt_pos *pos = mt_cache(m, s, C_POS);
     const mt_vel *vel = mt_cache(m, s, C_VEL);
@@ -139,7 +139,7 @@ static double max_abs(const double *v, int n)
 /* Least-squares (minimum-norm) solve of the n x n system A x = b in place (b becomes x). */
 static int lsq_solve(const mbk_matter *m, const ct_solve_ws *w, double *A, double *b, int n, int *rank)
 {
-    int one = 1, info = 0, lwork = m->lwork;
+    int one = 1, info = 0, lwork = ct_of(m)->lwork;
     double rcond = RCOND;
     memset(w->jpvt, 0, (size_t)n * sizeof(int));
     dgelsy_(&n, &n, &one, A, &n, b, &n, w->jpvt, &rcond, rank, w->work, &lwork, &info);
@@ -151,7 +151,7 @@ static int lsq_solve(const mbk_matter *m, const ct_solve_ws *w, double *A, doubl
 /* Acceleration stage                                                   */
 /* ------------------------------------------------------------------ */
 
-int mt_constraints_solve(const mbk_matter *m, const mbk_state *s, double *udot, mbk_spatial_vec *A)
+int ct_solve(const mbk_matter *m, const mbk_state *s, double *udot, mbk_spatial_vec *A)
 {
     mt_cslots *sl = ct_slots(m, s);
     int mt = sl->mp + sl->mv + sl->ma, rc;
@@ -168,7 +168,7 @@ int mt_constraints_solve(const mbk_matter *m, const mbk_state *s, double *udot, 
         if ((rc = g_transpose(m, s, &w, w.lambda, 3, w.g)) < 0) return rc;
         mt_aba_solve(m, s, w.g, NULL, false, w.S, w.S + m->nb, x);
         for (int i = 0; i < m->nu; ++i) w.udot_t[i] = udot[i] - x[i];
-        mt_accel_kinematics(m, s, w.udot_t, w.A_t);
+        ct_accel_kinematics(m, s, w.udot_t, w.A_t);
         if ((rc = ct_eval(m, s, 2, w.A_t, w.udot_t, w.e1)) < 0) return rc;
         for (int i = 0; i < mt; ++i) w.W[(size_t)j * (size_t)mt + i] = w.e0[i] - w.e1[i];
     }
@@ -176,7 +176,7 @@ int mt_constraints_solve(const mbk_matter *m, const mbk_state *s, double *udot, 
     if ((rc = lsq_solve(m, &w, w.W, w.lambda, mt, &sl->rank)) < 0) return rc;
     for (int j = 0; j < mt; ++j)
         for (int i = 0; i < m->nu; ++i) udot[i] -= w.X[(size_t)j * (size_t)m->nu + i] * w.lambda[j];
-    mt_accel_kinematics(m, s, udot, A);
+    ct_accel_kinematics(m, s, udot, A);
     if ((rc = ct_eval(m, s, 2, A, udot, udoterr)) < 0) return rc;
     /* A least-squares solution that leaves errors behind means the equations conflict. */
     double scale = 1.0 + max_abs(w.e0, mt), left = max_abs(udoterr, mt);
@@ -330,7 +330,7 @@ static int solve_velocities(const mbk_matter *m, mbk_state *s, double tol)
     return MBK_OK;
 }
 
-int mt_constraints_project(const mbk_matter *m, mbk_state *s, double tol)
+int ct_project(const mbk_matter *m, mbk_state *s, double tol)
 {
     ct_solve_ws w = ct_workspace(m, s);
     double *qkeep = ws_saved(m, &w, 2), *ukeep = ws_saved(m, &w, 3);
@@ -422,7 +422,7 @@ static int normal_part(const mbk_matter *m, const ct_solve_ws *w, int k, const d
     return solve_rows(m, w, w->e0, k, 0.0);
 }
 
-int mt_constraints_project_error(const mbk_matter *m, const mbk_state *s, double *qerr, double *uerr)
+int ct_project_error(const mbk_matter *m, const mbk_state *s, double *qerr, double *uerr)
 {
     const mt_cslots *sl = ct_slots(m, s);
     int mp = sl->mp, k = sl->mp + sl->mv, rc;
@@ -451,7 +451,7 @@ int mbk_system_project_error_estimate(const mbk_system *sys, mbk_state *s, doubl
     if (!yerr) return mbk_set_error(MBK_EINVAL, "%s: yerr is NULL", fn);
     double *qerr = yerr + mbk_state_get_subsystem_q_start(s, m->sub);
     double *uerr = yerr + mbk_state_get_nq(s) + mbk_state_get_subsystem_u_start(s, m->sub);
-    return mt_constraints_project_error(m, s, qerr, uerr);
+    return ct_project_error(m, s, qerr, uerr);
 }
 
 /* ------------------------------------------------------------------ */
@@ -503,6 +503,6 @@ int mbk_matter_calc_constraint_bias(const mbk_matter *m, const mbk_state *s, dou
     if (mt <= 0) return mt;
     ct_solve_ws w = ct_workspace(m, s);
     memset(w.udot_t, 0, (size_t)m->nu * sizeof(double));
-    mt_accel_kinematics(m, s, w.udot_t, w.A_t);
+    ct_accel_kinematics(m, s, w.udot_t, w.A_t);
     return ct_eval(m, s, 2, w.A_t, w.udot_t, b);
 }

@@ -64,18 +64,21 @@ int mbk_constraint_add_custom_with_mobilities(mbk_matter *m, const mbk_constrain
         c.ancestor = c.ancestor < 0 ? b : common_ancestor(m, c.ancestor, b);
     }
     c.nmob = n_mobilities;
-    if (m->ncons == m->ccap) {
-        int cap = m->ccap ? 2 * m->ccap : 8;
-        mt_constraint *nc = mbk_realloc(m->cons, (size_t)cap * sizeof *nc);
+    int rc = ct_attach(m);
+    if (rc < 0) return rc;
+    ct_set *cs = ct_of(m);
+    if (cs->ncons == cs->ccap) {
+        int cap = cs->ccap ? 2 * cs->ccap : 8;
+        mt_constraint *nc = mbk_realloc(cs->cons, (size_t)cap * sizeof *nc);
         if (!nc) return MBK_ENOMEM;
-        m->cons = nc;
-        m->ccap = cap;
+        cs->cons = nc;
+        cs->ccap = cap;
     }
     c.ops = *ops;
     c.impl = impl;
-    m->cons[m->ncons] = c;
-    m->mmax += ops->mp + ops->mv + ops->ma;
-    return m->ncons++;
+    cs->cons[cs->ncons] = c;
+    cs->mmax += ops->mp + ops->mv + ops->ma;
+    return cs->ncons++;
 }
 
 int mbk_constraint_add_custom(mbk_matter *m, const mbk_constraint_ops *ops, void *impl, const int *bodies,
@@ -84,11 +87,58 @@ int mbk_constraint_add_custom(mbk_matter *m, const mbk_constraint_ops *ops, void
     return mbk_constraint_add_custom_with_mobilities(m, ops, impl, bodies, n_bodies, NULL, NULL, 0);
 }
 
-void mt_constraints_destroy(mbk_matter *m)
+void ct_destroy(mbk_matter *m)
 {
-    for (int i = 0; i < m->ncons; ++i)
-        if (m->cons[i].ops.destroy) m->cons[i].ops.destroy(m->cons[i].impl);
-    mbk_free(m->cons);
+    ct_set *cs = ct_of(m);
+    for (int i = 0; i < cs->ncons; ++i)
+        if (cs->cons[i].ops.destroy) cs->cons[i].ops.destroy(cs->cons[i].impl);
+    mbk_free(cs->cons);
+    mbk_free(cs);
+    m->con = NULL;
+    m->con_hooks = NULL;
+}
+
+/* The per-stage work, skipped at once when no constraint was added. */
+static int hook_position(const mbk_matter *m, const mbk_state *s)
+{
+    return ct_of(m)->ncons ? ct_position(m, s) : 0;
+}
+
+static int hook_velocity(const mbk_matter *m, const mbk_state *s)
+{
+    return ct_of(m)->ncons ? ct_velocity(m, s) : 0;
+}
+
+static int hook_solve(const mbk_matter *m, const mbk_state *s, double *udot, mbk_spatial_vec *A)
+{
+    return ct_of(m)->ncons ? ct_solve(m, s, udot, A) : 0;
+}
+
+static int hook_project(const mbk_matter *m, mbk_state *s, double tol)
+{
+    return ct_of(m)->ncons ? ct_project(m, s, tol) : 0;
+}
+
+/* Matter's calls into the constraint code, per stage. */
+static const mt_constraint_hooks ct_hooks = {
+    .topology = ct_topology,
+    .instance = ct_instance,
+    .position = hook_position,
+    .velocity = hook_velocity,
+    .solve = hook_solve,
+    .project = hook_project,
+    .destroy = ct_destroy,
+};
+
+int ct_attach(mbk_matter *m)
+{
+    if (m->con) return MBK_OK;
+    ct_set *cs = mbk_calloc(1, sizeof *cs);
+    if (!cs) return MBK_ENOMEM;
+    cs->enabled_var = cs->cache_slots = cs->cache_solve = -1;
+    m->con = cs;
+    m->con_hooks = &ct_hooks;
+    return MBK_OK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -243,15 +293,15 @@ void mbk_constraint_add_mobility_force(const mbk_constraint_args *a, int j, doub
 
 const int *ct_enabled(const mbk_matter *m, const mbk_state *s)
 {
-    return mbk_state_get_discrete(s, m->sub, m->cons_enabled_var);
+    return mbk_state_get_discrete(s, m->sub, ct_of(m)->enabled_var);
 }
 
-mt_cslots *ct_slots(const mbk_matter *m, const mbk_state *s) { return mt_cache(m, s, C_CSLOTS); }
+mt_cslots *ct_slots(const mbk_matter *m, const mbk_state *s) { return mbk_state_upd_cache(s, m->sub, ct_of(m)->cache_slots); }
 
 /* Per-constraint starts within each group: p0, v0, a0 arrays after the header. */
 static int *slot_starts(const mbk_matter *m, const mbk_state *s, int group)
 {
-    return (int *)(ct_slots(m, s) + 1) + group * m->ncons;
+    return (int *)(ct_slots(m, s) + 1) + group * ct_of(m)->ncons;
 }
 
 /* Which callback of which level: 0 perr, 1 pverr, 2 paerr, 3 verr, 4 vaerr, 5 aerr. */
@@ -269,9 +319,9 @@ int ct_eval(const mbk_matter *m, const mbk_state *s, int level, const mbk_spatia
     const int *on = ct_enabled(m, s);
     const mt_cslots *sl = ct_slots(m, s);
     const int *p0 = slot_starts(m, s, 0), *v0 = slot_starts(m, s, 1), *a0 = slot_starts(m, s, 2);
-    for (int i = 0; i < m->ncons; ++i) {
+    for (int i = 0; i < ct_of(m)->ncons; ++i) {
         if (!on[i]) continue;
-        const mt_constraint *c = &m->cons[i];
+        const mt_constraint *c = &ct_of(m)->cons[i];
         mbk_constraint_args a = {m, s, c, A, udot};
         int rc = 0;
         /* level 0: perr; 1: [pverr, verr]; 2: [paerr, vaerr, aerr] */
@@ -293,9 +343,9 @@ int ct_apply(const mbk_matter *m, const mbk_state *s, const double *lambda, int 
     const mt_cslots *sl = ct_slots(m, s);
     const mt_pos *pos = mt_cache(m, s, C_POS);
     const int *p0 = slot_starts(m, s, 0), *v0 = slot_starts(m, s, 1), *a0 = slot_starts(m, s, 2);
-    for (int i = 0; i < m->ncons; ++i) {
+    for (int i = 0; i < ct_of(m)->ncons; ++i) {
         if (!on[i]) continue;
-        const mt_constraint *c = &m->cons[i];
+        const mt_constraint *c = &ct_of(m)->cons[i];
         mbk_constraint_args a = {m, s, c, NULL, NULL};
         mbk_spatial_vec FA[MT_MAX_CBODIES];
         double mf[MT_MAX_CBODIES];
@@ -326,15 +376,15 @@ int ct_apply(const mbk_matter *m, const mbk_state *s, const double *lambda, int 
 /* Realization                                                          */
 /* ------------------------------------------------------------------ */
 
-int mt_constraints_instance(const mbk_matter *m, mbk_state *s)
+int ct_instance(const mbk_matter *m, mbk_state *s)
 {
     const int *on = ct_enabled(m, s);
     mt_cslots *sl = ct_slots(m, s);
     int *p0 = slot_starts(m, s, 0), *v0 = slot_starts(m, s, 1), *a0 = slot_starts(m, s, 2);
     sl->mp = sl->mv = sl->ma = 0;
     sl->rank = 0;
-    for (int i = 0; i < m->ncons; ++i) {
-        const mbk_constraint_ops *o = &m->cons[i].ops;
+    for (int i = 0; i < ct_of(m)->ncons; ++i) {
+        const mbk_constraint_ops *o = &ct_of(m)->cons[i].ops;
         p0[i] = on[i] ? sl->mp : -1;
         v0[i] = on[i] ? sl->mv : -1;
         a0[i] = on[i] ? sl->ma : -1;
@@ -350,13 +400,13 @@ int mt_constraints_instance(const mbk_matter *m, mbk_state *s)
     return MBK_OK;
 }
 
-int mt_constraints_position(const mbk_matter *m, const mbk_state *s)
+int ct_position(const mbk_matter *m, const mbk_state *s)
 {
     if (ct_slots(m, s)->mp == 0) return MBK_OK;
     return ct_eval(m, s, 0, NULL, NULL, mbk_state_upd_subsystem_qerr(s, m->sub));
 }
 
-int mt_constraints_velocity(const mbk_matter *m, const mbk_state *s)
+int ct_velocity(const mbk_matter *m, const mbk_state *s)
 {
     const mt_cslots *sl = ct_slots(m, s);
     if (sl->mp + sl->mv == 0) return MBK_OK;
@@ -370,12 +420,12 @@ int mt_constraints_velocity(const mbk_matter *m, const mbk_state *s)
 static int need_constraint(const mbk_matter *m, int i, const char *fn)
 {
     if (!m) return mbk_set_error(MBK_EINVAL, "%s: matter is NULL", fn);
-    if (i < 0 || i >= m->ncons)
-        return mbk_set_error(MBK_EINVAL, "%s: constraint %d does not exist; there are %d", fn, i, m->ncons);
+    if (i < 0 || i >= ct_of(m)->ncons)
+        return mbk_set_error(MBK_EINVAL, "%s: constraint %d does not exist; there are %d", fn, i, ct_of(m)->ncons);
     return MBK_OK;
 }
 
-int mbk_matter_get_num_constraints(const mbk_matter *m) { return m ? m->ncons : 0; }
+int mbk_matter_get_num_constraints(const mbk_matter *m) { return m && m->con ? ct_of(m)->ncons : 0; }
 
 int mbk_constraint_set_enabled(const mbk_matter *m, mbk_state *s, int constraint, bool on)
 {
@@ -383,7 +433,7 @@ int mbk_constraint_set_enabled(const mbk_matter *m, mbk_state *s, int constraint
     int rc = need_constraint(m, constraint, fn);
     if (rc < 0 || (rc = mbk_system_check_state(m->sys, s)) < 0) return rc;
     if (!!ct_enabled(m, s)[constraint] == on) return MBK_OK;
-    int *flags = mbk_state_upd_discrete(s, m->sub, m->cons_enabled_var);
+    int *flags = mbk_state_upd_discrete(s, m->sub, ct_of(m)->enabled_var);
     if (!flags) return mbk_last_status();
     flags[constraint] = on;
     return MBK_OK;
@@ -399,7 +449,7 @@ int mbk_constraint_get_num_equations(const mbk_matter *m, int constraint, int *m
 {
     int rc = need_constraint(m, constraint, "mbk_constraint_get_num_equations");
     if (rc < 0) return rc;
-    const mbk_constraint_ops *o = &m->cons[constraint].ops;
+    const mbk_constraint_ops *o = &ct_of(m)->cons[constraint].ops;
     if (mp) *mp = o->mp;
     if (mv) *mv = o->mv;
     if (ma) *ma = o->ma;
@@ -412,7 +462,7 @@ int mbk_constraint_get_multipliers(const mbk_matter *m, const mbk_state *s, int 
     int rc = need_constraint(m, constraint, fn);
     if (rc < 0 || (rc = mt_need(m, s, MBK_STAGE_ACCELERATION, fn)) < 0) return rc;
     if (!lambda) return mbk_set_error(MBK_EINVAL, "%s: lambda is NULL", fn);
-    const mbk_constraint_ops *o = &m->cons[constraint].ops;
+    const mbk_constraint_ops *o = &ct_of(m)->cons[constraint].ops;
     const mt_cslots *sl = ct_slots(m, s);
     const double *all = mbk_state_upd_subsystem_multipliers(s, m->sub);
     if (!ct_enabled(m, s)[constraint]) {
@@ -442,7 +492,7 @@ int mbk_constraint_calc_reaction_forces(const mbk_matter *m, const mbk_state *s,
     ct_solve_ws w = ct_workspace(m, s);
     const double *all = mbk_state_upd_subsystem_multipliers(s, m->sub);
     memset(w.lambda, 0, (size_t)mt * sizeof(double));
-    const mbk_constraint_ops *o = &m->cons[constraint].ops;
+    const mbk_constraint_ops *o = &ct_of(m)->cons[constraint].ops;
     int pp = slot_starts(m, s, 0)[constraint], vv = sl->mp + slot_starts(m, s, 1)[constraint],
         aa = sl->mp + sl->mv + slot_starts(m, s, 2)[constraint];
     memcpy(w.lambda + pp, all + pp, (size_t)o->mp * sizeof(double));

@@ -2,7 +2,44 @@
 #ifndef MBK_CONSTRAINTS_IMPL_H
 #define MBK_CONSTRAINTS_IMPL_H
 
+#include "mbk/constraints.h"
 #include "../matter/matter_impl.h"
+
+/* Most bodies and mobilities one constraint may name. */
+#define MT_MAX_CBODIES 8
+
+/* One constraint (topology). */
+typedef struct mt_constraint {
+    mbk_constraint_ops ops;       /* what it does (built-ins are ops tables too) */
+    void *impl;                   /* its data, owned */
+    int nb;                       /* constrained bodies */
+    int body[MT_MAX_CBODIES];     /* their body indices */
+    int nmob;                     /* constrained mobilities */
+    int mob_body[MT_MAX_CBODIES]; /* body of each */
+    int mob_coord[MT_MAX_CBODIES];/* coordinate within that body's mobilizer */
+    int ancestor;                 /* nearest common ancestor of everything it names */
+} mt_constraint;
+
+/* Where each enabled constraint's equations sit (Instance stage): starts within
+   the holonomic, nonholonomic and acceleration-only groups, -1 when disabled. */
+typedef struct mt_cslots {
+    int mp, mv, ma;               /* totals over enabled constraints */
+    int rank;                     /* rank found by the last acceleration solve */
+} mt_cslots;
+
+/* The constraint code's data for one matter subsystem (matter's `con`). */
+typedef struct ct_set {
+    mt_constraint *cons;   /* constraints in the order added */
+    int ncons, ccap;       /* count and capacity */
+    int mmax;              /* equations of all constraints (all enabled) */
+    int enabled_var;       /* discrete variable (Instance): one int per constraint */
+    int lwork;             /* LAPACK workspace size for the m x m solves */
+    int cache_slots;       /* cache entry: mt_cslots and the slot starts (Instance) */
+    int cache_solve;       /* cache entry: the solve work space (lazy, never valid) */
+} ct_set;
+
+/* The constraint data of m (installed by ct_attach). */
+static inline ct_set *ct_of(const mbk_matter *m) { return (ct_set *)m->con; }
 
 /* What a constraint callback gets: the State, the constraint, and for the
    acceleration level the trial body accelerations (in G) and udot. */
@@ -38,5 +75,22 @@ int ct_apply(const mbk_matter *m, const mbk_state *s, const double *lambda, int 
              mbk_spatial_vec *F, double *tau);
 /* Work space views. */
 ct_solve_ws ct_workspace(const mbk_matter *m, const mbk_state *s);
+
+/* Give m its constraint data and install matter's hooks into this code (once;
+   mbk_multibody_create calls it, so every multibody System has constraints). */
+int ct_attach(mbk_matter *m);
+/* The stage work matter calls through its hooks (mt_constraint_hooks). */
+int ct_topology(mbk_matter *m, mbk_state *s);
+int ct_instance(const mbk_matter *m, mbk_state *s);
+int ct_position(const mbk_matter *m, const mbk_state *s);
+int ct_velocity(const mbk_matter *m, const mbk_state *s);
+int ct_solve(const mbk_matter *m, const mbk_state *s, double *udot, mbk_spatial_vec *A);
+int ct_project(const mbk_matter *m, mbk_state *s, double tol);
+void ct_destroy(mbk_matter *m);
+/* Remove from the error estimate parts qerr, uerr (matter's slices) their components
+   normal to the constraint manifold (Velocity); no allocation. */
+int ct_project_error(const mbk_matter *m, const mbk_state *s, double *qerr, double *uerr);
+/* Body accelerations for a trial udot, with velocity terms (base to tip). */
+void ct_accel_kinematics(const mbk_matter *m, const mbk_state *s, const double *udot, mbk_spatial_vec *A);
 
 #endif

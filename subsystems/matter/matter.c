@@ -240,7 +240,7 @@ static int mt_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         [C_SCRATCH_MAT] = {MBK_STAGE_TOPOLOGY, MBK_STAGE_INFINITY, (size_t)m->nb * sizeof(mt_inertia) +
                            (size_t)(m->nu + 1) * sizeof(mbk_spatial_vec)},
     };
-    for (int i = 0; i < C_CSLOTS; ++i) {
+    for (int i = 0; i < NUM_CACHE; ++i) {
         mbk_value_type t = mbk_value_bytes(spec[i].bytes, 64);
         m->cache[i] = mbk_state_allocate_cache(s, k, (mbk_stage)spec[i].dep, (mbk_stage)spec[i].by, &t, NULL);
         if (m->cache[i] < 0) return -1;
@@ -252,7 +252,7 @@ static int mt_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     m->nfed = 0;
     for (int i = 1; i < m->nb; ++i)
         if (m->nodes[i].fed) m->fed[m->nfed++] = i;
-    return mt_constraints_topology(m, s) < 0 ? -1 : 0;
+    return m->con_hooks && m->con_hooks->topology(m, s) < 0 ? -1 : 0;
 }
 
 /* q depend on the Euler choice: allocate them at Model and record each body's slice. */
@@ -283,7 +283,8 @@ static int mt_model(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 static int mt_instance(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 {
     (void)c;
-    return mt_constraints_instance(impl, s);
+    const mbk_matter *m = impl;
+    return m->con_hooks ? m->con_hooks->instance(m, s) : 0;
 }
 
 /* X_AB X_BC; a frame that does not rotate costs only a translation. */
@@ -398,7 +399,7 @@ static int mt_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
                 Hb[j] = mbk_spatial_shift_motion(mbk_spatial_rotate(X_GF.R, Hb[j]), p_MB_G);
         }
     }
-    return m->ncons ? mt_constraints_position(m, s) : 0;
+    return m->con_hooks ? m->con_hooks->position(m, s) : 0;
 }
 
 /* V_PB = H u for one body, in G at B's origin. */
@@ -484,7 +485,7 @@ static int mt_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         if (mob->ops->calc_qdot) mob->ops->calc_qdot(mob->impl, euler, qb, u + b->u0, qdot + lay[2 * i]);
         else copy_small(qdot + lay[2 * i], u + b->u0, b->nu);
     }
-    return m->ncons ? mt_constraints_velocity(m, s) : 0;
+    return m->con_hooks ? m->con_hooks->velocity(m, s) : 0;
 }
 
 /* Invert a small symmetric positive-definite matrix in place (Gauss-Jordan);
@@ -697,8 +698,8 @@ static int mt_acceleration(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     mbk_spatial_vec *A = mt_cache(m, s, C_ACC), *z = A + m->nb;
     double *udot = mbk_state_upd_subsystem_udot(s, m->sub);
     mt_aba_solve(m, s, tau, F, true, A, z, udot);
-    if (m->ncons) {
-        int rc = mt_constraints_solve(m, s, udot, A);
+    if (m->con_hooks) {
+        int rc = m->con_hooks->solve(m, s, udot, A);
         if (rc < 0) return rc;
     }
     /* qdotdot from udot through each mobilizer's N and NDot */
@@ -730,8 +731,9 @@ static int mt_kinetic(void *impl, const mbk_subsystem_ctx *c, const mbk_state *s
 static int mt_project(void *impl, const mbk_subsystem_ctx *c, mbk_state *s, double tol)
 {
     (void)c;
-    if (mbk_matter_normalize_quaternions(impl, s) < 0) return mbk_last_status();
-    return ((const mbk_matter *)impl)->ncons ? mt_constraints_project(impl, s, tol) : 0;
+    const mbk_matter *m = impl;
+    if (mbk_matter_normalize_quaternions(m, s) < 0) return mbk_last_status();
+    return m->con_hooks ? m->con_hooks->project(m, s, tol) : 0;
 }
 
 static void mt_destroy(void *impl)
@@ -740,7 +742,7 @@ static void mt_destroy(void *impl)
     for (int i = 1; i < m->nb; ++i)
         if (m->bodies[i].mob.ops->destroy) m->bodies[i].mob.ops->destroy(m->bodies[i].mob.impl);
     for (int i = 0; i < m->nb; ++i) mbk_free(m->bodies[i].name);
-    mt_constraints_destroy(m);
+    if (m->con_hooks) m->con_hooks->destroy(m);
     mbk_free(m->fed);
     mbk_free(m->nodes);
     mbk_free(m->bodies);

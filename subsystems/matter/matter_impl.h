@@ -2,7 +2,6 @@
 #ifndef MBK_MATTER_IMPL_H
 #define MBK_MATTER_IMPL_H
 
-#include "mbk/constraints.h"
 #include "mbk/matter.h"
 #include "mt_inertia.h"
 
@@ -71,29 +70,22 @@ typedef struct mt_abi {
 } mt_abi;
 
 enum { C_QLAYOUT, C_QN, C_TRIG, C_JOINT, C_POS, C_H, C_VEL, C_ABI, C_FORCES, C_ACC, C_SCRATCH, C_SCRATCH_MAT,
-       C_CSLOTS, C_CSOLVE, NUM_CACHE };
+       NUM_CACHE };
 
-/* Most bodies and mobilities one constraint may name. */
-#define MT_MAX_CBODIES 8
-
-/* One constraint (topology). */
-typedef struct mt_constraint {
-    mbk_constraint_ops ops;       /* what it does (built-ins are ops tables too) */
-    void *impl;                   /* its data, owned */
-    int nb;                       /* constrained bodies */
-    int body[MT_MAX_CBODIES];     /* their body indices */
-    int nmob;                     /* constrained mobilities */
-    int mob_body[MT_MAX_CBODIES]; /* body of each */
-    int mob_coord[MT_MAX_CBODIES];/* coordinate within that body's mobilizer */
-    int ancestor;                 /* nearest common ancestor of everything it names */
-} mt_constraint;
-
-/* Where each enabled constraint's equations sit (Instance stage): starts within
-   the holonomic, nonholonomic and acceleration-only groups, -1 when disabled. */
-typedef struct mt_cslots {
-    int mp, mv, ma;               /* totals over enabled constraints */
-    int rank;                     /* rank found by the last acceleration solve */
-} mt_cslots;
+/* What the constraint code (subsystems/constraints/) does at matter's stages.
+   Constraints sit on top of matter: the constraint code installs this table and
+   its own data (ct_attach, called when a multibody System is made), so matter
+   reaches it only through these pointers and never names it. */
+typedef struct mt_constraint_hooks {
+    int (*topology)(mbk_matter *m, mbk_state *s);        /* allocate its State entries */
+    int (*instance)(const mbk_matter *m, mbk_state *s);  /* lay out the enabled constraints' slots */
+    int (*position)(const mbk_matter *m, const mbk_state *s); /* position errors */
+    int (*velocity)(const mbk_matter *m, const mbk_state *s); /* velocity errors */
+    /* constrained udot and multipliers from the unconstrained udot and body accelerations */
+    int (*solve)(const mbk_matter *m, const mbk_state *s, double *udot, mbk_spatial_vec *A);
+    int (*project)(const mbk_matter *m, mbk_state *s, double tol); /* q then u onto the manifold */
+    void (*destroy)(mbk_matter *m);                      /* free its data */
+} mt_constraint_hooks;
 
 struct mbk_matter {
     mbk_system *sys;       /* owning System */
@@ -107,11 +99,8 @@ struct mbk_matter {
     int *fed;              /* the bodies whose node says fed (their sums are zeroed before a sweep) */
     int nfed;              /* how many */
     int euler_var;         /* discrete variable (Model): use Euler angles */
-    mt_constraint *cons;   /* constraints in the order added */
-    int ncons, ccap;       /* count and capacity */
-    int mmax;              /* equations of all constraints (all enabled) */
-    int cons_enabled_var;  /* discrete variable (Instance): one int per constraint */
-    int lwork;             /* LAPACK workspace size for the m x m solves */
+    const mt_constraint_hooks *con_hooks; /* installed by the constraint code; NULL: none */
+    void *con;             /* the constraint code's data (its ct_set), owned through con_hooks */
     int cache[NUM_CACHE];  /* cache entry indices (allocated at Topology) */
 };
 
@@ -167,28 +156,6 @@ static inline mbk_spatial_vec mt_rigid_mul(double mass, const mt_pos *p, mbk_spa
 int mt_need(const mbk_matter *m, const mbk_state *s, mbk_stage stage, const char *fn);
 /* MBK_OK if body is a valid index. */
 int mt_need_body(const mbk_matter *m, int body, const char *fn);
-
-/* ---- constraints (subsystems/constraints) ---- */
-/* Allocate the constraints' State entries (Topology). */
-int mt_constraints_topology(mbk_matter *m, mbk_state *s);
-/* Lay out the enabled constraints' error slots (Instance). */
-int mt_constraints_instance(const mbk_matter *m, mbk_state *s);
-/* Position errors into qerr (Position). */
-int mt_constraints_position(const mbk_matter *m, const mbk_state *s);
-/* Velocity errors into uerr (Velocity). */
-int mt_constraints_velocity(const mbk_matter *m, const mbk_state *s);
-/* Constrained udot and multipliers from the unconstrained udot and body accelerations
-   (Acceleration); updates udot and A in place and fills udoterr and the multipliers. */
-int mt_constraints_solve(const mbk_matter *m, const mbk_state *s, double *udot, mbk_spatial_vec *A);
-/* Project q then u onto the constraint manifold (tol on the largest error). */
-int mt_constraints_project(const mbk_matter *m, mbk_state *s, double tol);
-/* Remove from the error estimate parts qerr, uerr (matter's slices) their components
-   normal to the constraint manifold (Velocity); no allocation. */
-int mt_constraints_project_error(const mbk_matter *m, const mbk_state *s, double *qerr, double *uerr);
-/* Body accelerations for a trial udot, with velocity terms (base to tip). */
-void mt_accel_kinematics(const mbk_matter *m, const mbk_state *s, const double *udot, mbk_spatial_vec *A);
-/* Free the constraints. */
-void mt_constraints_destroy(mbk_matter *m);
 
 /* Whether a mobilizer is the built-in Pin (rotation about F's z, q = angle). */
 bool mt_mobilizer_is_pin(const mbk_mobilizer *mob);
