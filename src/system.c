@@ -303,6 +303,18 @@ int mbk_system_realize(const mbk_system *sys, mbk_state *s, mbk_stage stage)
     return MBK_OK;
 }
 
+/* One energy op into *sum: the op gets its own accumulator starting at 0.0, so it
+   may set it or add into it. A missing op adds nothing. */
+static int add_energy(const sys_sub *b,
+                      int (*op)(void *, const mbk_subsystem_ctx *, const mbk_state *, double *),
+                      const mbk_state *s, double *sum)
+{
+    double e = 0.0;
+    int rc = op ? op(b->impl, &b->ctx, s, &e) : 0;
+    if (rc == 0) *sum += e;
+    return rc;
+}
+
 int mbk_system_calc_energy(const mbk_system *sys, const mbk_state *s, double *kinetic,
                            double *potential)
 {
@@ -317,9 +329,8 @@ int mbk_system_calc_energy(const mbk_system *sys, const mbk_state *s, double *ki
     for (int k = 0; k < sys->nsub; ++k) {
         const sys_sub *b = sys->subs[k];
         mbk_clear_error();
-        if (kinetic && b->ops.calc_kinetic_energy) rc = b->ops.calc_kinetic_energy(b->impl, &b->ctx, s, &ke);
-        if (rc == 0 && potential && b->ops.calc_potential_energy)
-            rc = b->ops.calc_potential_energy(b->impl, &b->ctx, s, &pe);
+        rc = kinetic ? add_energy(b, b->ops.calc_kinetic_energy, s, &ke) : 0;
+        if (rc == 0 && potential) rc = add_energy(b, b->ops.calc_potential_energy, s, &pe);
         if (rc != 0) return op_failure(sys, k, "calculate its energy", rc);
     }
     if (kinetic) *kinetic = ke;

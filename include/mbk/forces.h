@@ -54,7 +54,7 @@ typedef struct mbk_force_ops {
        mobility_forces one per u; both are always valid arrays, never NULL. */
     int (*calc_force)(void *impl, const mbk_force_ctx *c, const mbk_state *s,
                       mbk_spatial_vec *body_forces, double *mobility_forces);
-    /* ADD this element's potential energy into *pe (State at Position or later). */
+    /* This element's potential energy: *pe arrives 0.0; set it or add to it (Position). */
     int (*calc_potential_energy)(void *impl, const mbk_force_ctx *c, const mbk_state *s,
                                  double *pe);
     /* The force depends on t and q only: computed once per Position realization and

@@ -33,10 +33,10 @@ typedef struct mbk_subsystem_ops {
     mbk_realize_fn realize_topology, realize_model, realize_instance, realize_time,
         realize_position, realize_velocity, realize_dynamics, realize_acceleration,
         realize_report; /* one per stage; NULL: nothing to do */
-    /* Add this subsystem's potential energy into *pe (State at Position or later). */
+    /* This subsystem's potential energy: *pe arrives 0.0; set it or add to it (Position). */
     int (*calc_potential_energy)(void *impl, const mbk_subsystem_ctx *c, const mbk_state *s,
                                  double *pe);
-    /* Add this subsystem's kinetic energy into *ke (State at Velocity or later). */
+    /* This subsystem's kinetic energy: *ke arrives 0.0; set it or add to it (Velocity). */
     int (*calc_kinetic_energy)(void *impl, const mbk_subsystem_ctx *c, const mbk_state *s,
                                double *ke);
     /* Handle this subsystem's events that occurred (ids it created). */

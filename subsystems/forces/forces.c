@@ -239,16 +239,20 @@ static int fs_dynamics(void *impl, const mbk_subsystem_ctx *sc, mbk_state *s)
     return 0;
 }
 
-/* One element's potential energy, added into *pe. */
+/* One element's potential energy, added into *pe. The element gets its own
+   accumulator starting at 0.0, so it may set it or add into it. */
 static int element_energy(const mbk_forces *f, int i, const mbk_state *s, double *pe)
 {
     const fe_elem *e = &f->elems[i];
     mbk_force_ctx c = {f, i};
     mbk_clear_error();
     int rc = 0;
-    if (e->kind) rc = e->kind->energy ? e->kind->energy(e, params_of(f, e, s), &c, s, pe) : 0;
-    else if (e->ops.calc_potential_energy) rc = e->ops.calc_potential_energy(e->impl, &c, s, pe);
-    return rc ? element_failure(f, i, rc, "compute its potential energy") : 0;
+    double own = 0.0;
+    if (e->kind) rc = e->kind->energy ? e->kind->energy(e, params_of(f, e, s), &c, s, &own) : 0;
+    else if (e->ops.calc_potential_energy) rc = e->ops.calc_potential_energy(e->impl, &c, s, &own);
+    if (rc) return element_failure(f, i, rc, "compute its potential energy");
+    *pe += own;
+    return 0;
 }
 
 static int fs_potential(void *impl, const mbk_subsystem_ctx *sc, const mbk_state *s, double *pe)
