@@ -152,6 +152,18 @@ static inline mbk_spatial_vec mt_rigid_mul(double mass, const mt_pos *p, mbk_spa
     return mt_composite_mul(&body, &V);
 }
 
+/* Copy a few doubles (a body's q or u): a loop beats a memcpy call here. */
+static inline void copy_small(double *dst, const double *src, int n)
+{
+    for (int i = 0; i < n; ++i) dst[i] = src[i];
+}
+
+/* Matter's realize ops of the later stages (matter_kinematics.c, matter_dynamics.c). */
+int mt_realize_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s);
+int mt_realize_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s);
+int mt_realize_dynamics(void *impl, const mbk_subsystem_ctx *c, mbk_state *s);
+int mt_realize_acceleration(void *impl, const mbk_subsystem_ctx *c, mbk_state *s);
+
 /* MBK_OK if (m, s) are usable and matter is realized to `stage`. */
 int mt_need(const mbk_matter *m, const mbk_state *s, mbk_stage stage, const char *fn);
 /* MBK_OK if body is a valid index. */

@@ -1,0 +1,205 @@
+/* The matter subsystem's kinematics: Position (body poses, H and inertias in
+ * Ground, base to tip) and Velocity (body velocities, qdot, velocity-product
+ * accelerations and gyroscopic forces). Conventions are in matter.c. */
+#include <math.h>
+#include <string.h>
+
+#include "mbk/status.h"
+
+#include "matter_impl.h"
+#include "mt_trig.h"
+
+/* X_AB X_BC; a frame that does not rotate costs only a translation. */
+static inline mbk_transform compose_frame(const mbk_transform *X_AB, const mbk_transform *X_BC, bool turns)
+{
+    if (turns) return mbk_transform_compose(*X_AB, *X_BC);
+    mbk_transform X = *X_AB;
+    X.p = mbk_vec3_add(X_AB->p, mbk_mat33_mul_vec(X_AB->R, X_BC->p));
+    return X;
+}
+
+/* R_GF Rz(angle) from the angle's cosine and sine: only two columns change. */
+static inline mbk_mat33 turn_about_z(const mbk_mat33 *R, double c, double sn)
+{
+    mbk_mat33 r;
+    for (int i = 0; i < 3; ++i) {
+        r.m[i][0] = c * R->m[i][0] + sn * R->m[i][1];
+        r.m[i][1] = c * R->m[i][1] - sn * R->m[i][0];
+        r.m[i][2] = R->m[i][2];
+    }
+    return r;
+}
+
+/* X_GM of a body from X_GF and its mobilizer; writes the normalized q and,
+   except for a Pin, H_FM. A Pin is inlined (it is most joints of most models)
+   with its angle's sine and cosine from sc. */
+static mbk_transform mobilizer_pose(const mt_body *b, bool euler, const mbk_transform *X_GF,
+                                    const double *q, double *qn, int nq, const double sc[2],
+                                    mbk_spatial_vec *H)
+{
+    mbk_transform X_GM;
+    if (b->pin) {
+        qn[0] = q[0];
+        X_GM.R = turn_about_z(&X_GF->R, sc[1], sc[0]);
+        X_GM.p = X_GF->p;
+        return X_GM; /* H is set in G by the caller */
+    }
+    const mbk_mobilizer_ops *o = b->mob.ops;
+    copy_small(qn, q, nq);
+    if (o->normalize_q) o->normalize_q(b->mob.impl, euler, qn);
+    mbk_transform X_FM;
+    o->calc_X_FM(b->mob.impl, euler, qn, &X_FM);
+    if (H && b->nu) o->calc_H_FM(b->mob.impl, euler, qn, H);
+    return mbk_transform_compose(*X_GF, X_FM);
+}
+
+/* Sines, then cosines, of all Pin angles: one loop that vectorizes, then libm
+   for the rare angles beyond mt_sincos's range. */
+static void pin_sines_cosines(const mbk_matter *m, const int *pin_q, const double *q, double *sc)
+{
+    double *sn = sc, *cs = sc + m->npin;
+    /* gathered first: a loop over contiguous angles is the one that vectorizes */
+    for (int j = 0; j < m->npin; ++j) cs[j] = q[pin_q[j]];
+    for (int j = 0; j < m->npin; ++j) mt_sincos(cs[j], &sn[j], &cs[j]);
+    for (int j = 0; j < m->npin; ++j)
+        if (fabs(q[pin_q[j]]) > MT_TRIG_MAX) {
+            sn[j] = sin(q[pin_q[j]]);
+            cs[j] = cos(q[pin_q[j]]);
+        }
+}
+
+/* Body poses, H in Ground and spatial inertias in Ground, base to tip. */
+int mt_realize_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
+{
+    (void)c;
+    const mbk_matter *m = impl;
+    const int *lay = qlayout(m, s);
+    bool euler = layout_euler(m, lay);
+    const double *q = mbk_state_get_subsystem_q(s, m->sub);
+    double *qn = mt_cache(m, s, C_QN), *sc = mt_cache(m, s, C_TRIG);
+    mt_pos *pos = mt_cache(m, s, C_POS);
+    mt_joint_frame *jf = mt_cache(m, s, C_JOINT);
+    mbk_spatial_vec *H = mt_cache(m, s, C_H);
+    pin_sines_cosines(m, lay + 2 * m->nb, q, sc);
+    memset(&pos[0], 0, sizeof pos[0]);
+    pos[0].X_GB = mbk_transform_identity();
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_body *b = &m->bodies[i];
+        const mt_pos *pp = &pos[b->parent];
+        mt_pos *p = &pos[i];
+        mbk_spatial_vec *Hb = H + b->u0;
+        mbk_transform X_GF = compose_frame(&pp->X_GB, &b->X_PF, b->pf_turns);
+        const double pin_sc[2] = {b->pin ? sc[b->pin_slot] : 0.0, b->pin ? sc[m->npin + b->pin_slot] : 1.0};
+        mbk_transform X_GM = mobilizer_pose(b, euler, &X_GF, q + lay[2 * i], qn + lay[2 * i],
+                                            lay[2 * i + 1], pin_sc, Hb);
+        if (b->spin) { /* M's origin is B's: only the rotation, if any, to apply */
+            p->X_GB.p = X_GM.p;
+            p->X_GB.R = b->mb_turns ? mbk_mat33_mul(X_GM.R, b->X_MB.R) : X_GM.R;
+        } else {
+            p->X_GB = compose_frame(&X_GM, &b->X_MB, b->mb_turns);
+        }
+        p->r_PB = mbk_vec3_sub(p->X_GB.p, pp->X_GB.p);
+        mbk_vec3 p_MB_G = mbk_vec3_sub(p->X_GB.p, X_GM.p);
+        if (!b->spin) {
+            jf[i].R_GF = X_GF.R;
+            jf[i].p_MB_G = p_MB_G;
+        }
+        p->c_G = mbk_mat33_mul_vec(p->X_GB.R, b->com);
+        p->I_G = b->I_diagonal ? mt_sym3_rotate_diagonal(&p->X_GB.R, &b->I_B) : mt_sym3_rotate(&p->X_GB.R, &b->I_B);
+        /* H in G, then from M's origin to B's; a Pin's is F's z axis */
+        if (b->pin) {
+            mbk_vec3 z = mbk_mat33_column(X_GF.R, 2);
+            Hb[0] = mbk_spatial_vec_make(z, b->spin ? mbk_vec3_zero() : mbk_vec3_cross(z, p_MB_G));
+        } else {
+            for (int j = 0; j < b->nu; ++j)
+                Hb[j] = mbk_spatial_shift_motion(mbk_spatial_rotate(X_GF.R, Hb[j]), p_MB_G);
+        }
+    }
+    return m->con_hooks ? m->con_hooks->position(m, s) : 0;
+}
+
+/* V_PB = H u for one body, in G at B's origin. */
+static mbk_spatial_vec rel_velocity(const mbk_spatial_vec *Hb, const double *ub, int nu)
+{
+    mbk_spatial_vec V = mbk_spatial_vec_zero();
+    for (int j = 0; j < nu; ++j) V = mbk_spatial_vec_add(V, mbk_spatial_vec_scale(Hb[j], ub[j]));
+    return V;
+}
+
+/* Velocity-product acceleration of a body given the parent's velocity and
+   its own velocity relative to the parent; hd is HDot_FM u (in F) or NULL. */
+static mbk_spatial_vec coriolis(const mt_pos *p, const mt_joint_frame *jf, const mbk_spatial_vec *hd,
+                                const mbk_spatial_vec *V_GP, const mbk_spatial_vec *V_rel)
+{
+    mbk_vec3 w = V_GP->w, wr = V_rel->w;
+    mbk_spatial_vec a;
+    /* d/dt (taken in F) of H u shifted from M's origin to B's, in G. */
+    mbk_vec3 hd_w = mbk_vec3_zero(), hd_v = mbk_vec3_cross(wr, mbk_vec3_cross(wr, jf->p_MB_G));
+    if (hd) {
+        hd_w = mbk_mat33_mul_vec(jf->R_GF, hd->w);
+        hd_v = mbk_vec3_add(hd_v, mbk_vec3_add(mbk_mat33_mul_vec(jf->R_GF, hd->v),
+                                               mbk_vec3_cross(hd_w, jf->p_MB_G)));
+    }
+    a.w = mbk_vec3_add(mbk_vec3_cross(w, wr), hd_w);
+    a.v = mbk_vec3_add(mbk_vec3_add(mbk_vec3_cross(w, mbk_vec3_cross(w, p->r_PB)),
+                                    mbk_vec3_scale(mbk_vec3_cross(w, V_rel->v), 2.0)),
+                       hd_v);
+    return a;
+}
+
+/* The same for a spin (H = (axis, 0), constant in F): no M-to-B offset, no HDot. */
+static mbk_spatial_vec coriolis_spin(const mt_pos *p, mbk_vec3 w, mbk_vec3 wr)
+{
+    return mbk_spatial_vec_make(mbk_vec3_cross(w, wr), mbk_vec3_cross(w, mbk_vec3_cross(w, p->r_PB)));
+}
+
+/* Velocity-product force with classical accelerations of the body origin:
+   the moment about the origin w x (I_o w), the force m w x (w x c). */
+static mbk_spatial_vec gyroscopic(double mass, const mt_pos *p, mbk_vec3 w)
+{
+    mbk_spatial_vec f;
+    f.w = mbk_vec3_cross(w, mt_sym3_mul(&p->I_G, w));
+    f.v = mbk_vec3_scale(mbk_vec3_cross(w, mbk_vec3_cross(w, p->c_G)), mass);
+    return f;
+}
+
+/* Body velocities, qdot, velocity-product accelerations and gyroscopic forces. */
+int mt_realize_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
+{
+    (void)c;
+    const mbk_matter *m = impl;
+    const int *lay = qlayout(m, s);
+    bool euler = layout_euler(m, lay);
+    const double *u = mbk_state_get_subsystem_u(s, m->sub);
+    const double *qn = mt_cache(m, s, C_QN);
+    const mt_pos *pos = mt_cache(m, s, C_POS);
+    const mt_joint_frame *jf = mt_cache(m, s, C_JOINT);
+    const mbk_spatial_vec *H = mt_cache(m, s, C_H);
+    mt_vel *vel = mt_cache(m, s, C_VEL);
+    double *qdot = mbk_state_upd_subsystem_qdot(s, m->sub);
+    memset(&vel[0], 0, sizeof vel[0]);
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_node *b = &m->nodes[i];
+        const mbk_spatial_vec *Vp = &vel[b->parent].V_GB;
+        mbk_spatial_vec Vr = b->spin ? mbk_spatial_vec_make(mbk_vec3_scale(H[b->u0].w, u[b->u0]), mbk_vec3_zero())
+                                     : rel_velocity(H + b->u0, u + b->u0, b->nu);
+        mt_vel *v = &vel[i];
+        v->V_GB = mbk_spatial_vec_add(mbk_spatial_shift_motion(*Vp, pos[i].r_PB), Vr);
+        v->b = gyroscopic(b->mass, &pos[i], v->V_GB.w);
+        if (b->spin) v->a_c = coriolis_spin(&pos[i], Vp->w, Vr.w);
+        if (b->pin) {
+            if (!b->spin) v->a_c = coriolis(&pos[i], &jf[i], NULL, Vp, &Vr);
+            qdot[lay[2 * i]] = u[b->u0];
+            continue;
+        }
+        /* other joints through their ops */
+        const mbk_mobilizer *mob = &m->bodies[i].mob;
+        const double *qb = qn + lay[2 * i];
+        mbk_spatial_vec hd;
+        if (mob->ops->calc_Hdot_u) mob->ops->calc_Hdot_u(mob->impl, euler, qb, u + b->u0, &hd);
+        v->a_c = coriolis(&pos[i], &jf[i], mob->ops->calc_Hdot_u ? &hd : NULL, Vp, &Vr);
+        if (mob->ops->calc_qdot) mob->ops->calc_qdot(mob->impl, euler, qb, u + b->u0, qdot + lay[2 * i]);
+        else copy_small(qdot + lay[2 * i], u + b->u0, b->nu);
+    }
+    return m->con_hooks ? m->con_hooks->velocity(m, s) : 0;
+}
