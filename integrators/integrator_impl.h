@@ -82,4 +82,28 @@ mbk_integrator *ig_create(const mbk_system *sys, const mbk_integrator_ops *ops, 
 /* Smallest meaningful step at time t. */
 double ig_min_step(const mbk_integrator *ig, double t);
 
+/* ---- the driver's own pieces, shared by its files (integrator*.c) ---- */
+/* Name of y[i] ("q[3]", "u[0]", ...) for messages. */
+void ig_y_name(const mbk_state *s, int i, char *buf, size_t n);
+/* Free the per-subsystem scheduled-event buffers. */
+void ig_free_sched(mbk_integrator *ig);
+/* Grow *p (capacity *cap elements of elem bytes) to hold at least n + 1. */
+int ig_grow_arr(void **p, int *cap, int n, size_t elem);
+/* Sizes, witnesses and buffers from `cur` (at Instance or later). May allocate. */
+int ig_setup_layout(mbk_integrator *ig);
+/* Active witness values of a realized State into w. */
+int ig_read_witnesses(const mbk_integrator *ig, const mbk_state *s, double *w);
+/* Realize s to what the driver needs and check its derivative. */
+int ig_realize_full(mbk_integrator *ig, mbk_state *s);
+/* Copy cur into every other State and read the witnesses. */
+int ig_resync(mbk_integrator *ig);
+/* Whether a witness going from a to b crosses zero in direction dir. */
+bool ig_crossing(double a, double b, mbk_event_direction dir);
+/* Earliest scheduled event of every subsystem after cur's time, into *t_sched. */
+int ig_query_scheduled(mbk_integrator *ig, double *t_sched);
+/* Run the handlers of the witnesses that fired (and the scheduled events due at t). */
+int ig_handle_events(mbk_integrator *ig, double t, bool sched_due, int *nhandled, bool *terminate);
+/* Narrow the first crossing between prev and cur to [*tlo, *thi] on the interpolant. */
+int ig_localize(mbk_integrator *ig, double *tlo_out, double *thi_out);
+
 #endif
