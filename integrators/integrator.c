@@ -358,6 +358,7 @@ int mbk_integrator_initialize(mbk_integrator *ig, const mbk_state *initial)
     if (rc < 0) return init_fail(ig, rc);
     ig->initialized = false;
     ig->terminated = false;
+    ig->pending.any = false;
     memset(&ig->stats, 0, sizeof ig->stats);
     if ((rc = mbk_state_copy(ig->cur, initial)) < 0) return init_fail(ig, rc);
     if ((rc = mbk_system_realize(ig->sys, ig->cur, MBK_STAGE_INSTANCE)) < 0) return init_fail(ig, rc);
@@ -421,6 +422,39 @@ static int call_reporters(mbk_integrator *ig, bool any_fired, bool rep_due, doub
     return MBK_OK;
 }
 
+/* The events at t1, the end of a step: the handlers of the witnesses that fired
+   and of the scheduled events due, then the reporters. A handler that fails
+   leaves them pending (the State is the one before the handlers): the next call
+   handles them first, so resuming after a failure loses no event. Returns
+   DRIVE_STEPPED to go on, MBK_TERMINATED, or a negative status. */
+static int events_at(mbk_integrator *ig, double t1, bool any_fired, bool sched_due, bool rep_due,
+                     const char *fn)
+{
+    int rc;
+    bool term = false;
+    ig->last_handled = 0;
+    if (any_fired || sched_due) {
+        if ((rc = ig_handle_events(ig, t1, sched_due, &ig->last_handled, &term)) < 0) {
+            ig->pending = (ig_pending){true, any_fired, sched_due, rep_due};
+            return mbk_set_error(rc, "%s (%s): %s; the integrator's State is the last good one, at "
+                                     "t = %.17g, before the handlers ran; the events there are still "
+                                     "pending and are handled first when you call again",
+                                 fn, ig->ops.name, mbk_last_error(), t1);
+        }
+    } else if (!(ig->flags & IG_IN_PLACE) && ig->nw > 0) {
+        double *tmp = ig->w0;
+        ig->w0 = ig->w1;
+        ig->w1 = tmp;
+    }
+    if ((rc = call_reporters(ig, any_fired, rep_due, t1)) < 0) return step_failed(ig, rc, fn);
+    for (int i = 0; i < ig->nw; ++i) ig->fired[i] = false;
+    if (term) {
+        ig->terminated = true;
+        return MBK_TERMINATED;
+    }
+    return DRIVE_STEPPED;
+}
+
 static int drive(mbk_integrator *ig, double t_report, bool one_step, const char *fn)
 {
     NEED_IG(ig, fn);
@@ -443,6 +477,14 @@ static int drive(mbk_integrator *ig, double t_report, bool one_step, const char 
             return step_failed(ig, rc, fn);
     }
     const bool in_place = (ig->flags & IG_IN_PLACE) != 0;
+    if (ig->pending.any) {
+        /* events left pending by a handler that failed in the last call */
+        ig_pending p = ig->pending;
+        ig->pending.any = false;
+        rc = events_at(ig, t, p.fired, p.sched_due, p.rep_due, fn);
+        if (rc != DRIVE_STEPPED) return rc;
+        if (ig->last_handled > 0) return t >= t_report ? MBK_OK : MBK_EVENT;
+    }
     for (;;) {
         t = mbk_state_get_time(ig->cur);
         if (t >= t_report) return MBK_OK;
@@ -517,26 +559,10 @@ static int drive(mbk_integrator *ig, double t_report, bool one_step, const char 
             ig->loc_count = 0;
         }
         bool sched_due = t1 == t_sched, rep_due = t1 == t_rep;
-        int nhandled = 0;
-        bool term = false;
-        if (any_fired || sched_due) {
-            if ((rc = ig_handle_events(ig, t1, sched_due, &nhandled, &term)) < 0)
-                return mbk_set_error(rc, "%s (%s): %s; the integrator's State is the last good one, at "
-                                         "t = %.17g, before the handlers ran",
-                                     fn, ig->ops.name, mbk_last_error(), t1);
-        } else if (!in_place && ig->nw > 0) {
-            double *tmp = ig->w0;
-            ig->w0 = ig->w1;
-            ig->w1 = tmp;
-        }
-        if ((rc = call_reporters(ig, any_fired, rep_due, t1)) < 0) return step_failed(ig, rc, fn);
-        for (int i = 0; i < ig->nw; ++i) ig->fired[i] = false;
-        if (term) {
-            ig->terminated = true;
-            return MBK_TERMINATED;
-        }
+        rc = events_at(ig, t1, any_fired, sched_due, rep_due, fn);
+        if (rc != DRIVE_STEPPED) return rc;
         if (t1 >= t_report) return MBK_OK;
-        if (nhandled > 0) return MBK_EVENT;
+        if (ig->last_handled > 0) return MBK_EVENT;
         if (one_step) return DRIVE_STEPPED;
     }
 }

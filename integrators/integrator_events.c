@@ -272,8 +272,14 @@ restore: {
     char msg[512];
     snprintf(msg, sizeof msg, "%s", mbk_last_error());
     mbk_state_copy(s, ig->spare);
+    /* the layout is rebuilt for the restored State (same witnesses as before the
+       handlers); which ones fired is kept, so the events can be handled again */
+    int nw = ig->nw;
+    for (int i = 0; i < nw; ++i) ig->wmid[i] = ig->fired[i];
     if (ig_setup_layout(ig) == MBK_OK && ig_resync(ig) == MBK_OK && ig->ops.reinitialize)
         ig->ops.reinitialize(ig->impl, ig, MBK_STAGE_MODEL);
+    if (ig->nw == nw)
+        for (int i = 0; i < nw; ++i) ig->fired[i] = ig->wmid[i] != 0;
     return mbk_set_error(rc, "%s", msg);
 }
 }

@@ -11,6 +11,14 @@ enum {
     IG_IN_PLACE = 1 /* the step op advances `cur` in place and locates its own roots */
 };
 
+/* What was due at the current time when a handler failed there. */
+typedef struct ig_pending {
+    bool any;       /* something is pending */
+    bool fired;     /* witnesses fired (their flags are kept in `fired`) */
+    bool sched_due; /* scheduled events were due */
+    bool rep_due;   /* periodic reporters were due */
+} ig_pending;
+
 struct mbk_integrator {
     const mbk_system *sys;
     mbk_integrator_ops ops;
@@ -51,6 +59,10 @@ struct mbk_integrator {
     int **sched_ids;
     int *ids; /* handle_events id list */
     int cap_ids;
+
+    /* events at the current time whose handlers failed: handled first on the next call */
+    ig_pending pending;
+    int last_handled;               /* events given to handlers at the last stop */
 
     /* localization */
     double loc_target;

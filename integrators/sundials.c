@@ -70,13 +70,28 @@ static void sd_err(int code, const char *module, const char *function, char *msg
     snprintf(d->sd_msg, sizeof d->sd_msg, "%s in %s: %s", module, function, msg);
 }
 
-/* Remember a callback's failure; SUNDIALS gets 1 (recoverable) or -1. */
+/* Statuses SUNDIALS may recover from by cutting the step (its convention: the
+   callback returns > 0): a retry asked for, a non-finite derivative, and a
+   singular or unconverged solve at a trial point of the Newton iteration. */
+static bool recoverable(int rc)
+{
+    return rc == MBK_ERETRY || rc == MBK_ENOTFINITE || rc == MBK_ESINGULAR || rc == MBK_ECONVERGE;
+}
+
+/* Remember a callback's failure; SUNDIALS gets 1 (recoverable) or -1. A fatal
+   status is kept even if later callbacks of the step fail recoverably, so that
+   sd_step can refuse the step whatever the solver made of the -1. */
 static int cb_fail(sd_impl *d, int rc)
 {
-    d->cb_status = rc;
-    snprintf(d->cb_msg, sizeof d->cb_msg, "%s", mbk_last_error());
-    return rc == MBK_ERETRY || rc == MBK_ENOTFINITE ? 1 : -1;
+    if (d->cb_status == 0 || recoverable(d->cb_status)) {
+        d->cb_status = rc;
+        snprintf(d->cb_msg, sizeof d->cb_msg, "%s", mbk_last_error());
+    }
+    return recoverable(rc) ? 1 : -1;
 }
+
+/* True when a callback failed fatally during the last solver call. */
+static bool fatal_callback(const sd_impl *d) { return d->cb_status != 0 && !recoverable(d->cb_status); }
 
 static int cv_rhs(realtype t, N_Vector y, N_Vector ydot, void *user)
 {
@@ -200,10 +215,7 @@ static int sd_fail(sd_impl *d, int flag, const char *what, double t)
 {
     int status = MBK_EINTEGRATOR;
     bool cb = d->cb_status != 0;
-    if (cb) {
-        bool fatal = d->cb_status != MBK_ERETRY && d->cb_status != MBK_ENOTFINITE;
-        status = fatal ? d->cb_status : d->cb_status == MBK_ENOTFINITE ? MBK_ENOTFINITE : MBK_EINTEGRATOR;
-    }
+    if (cb) status = fatal_callback(d) ? d->cb_status : d->cb_status == MBK_ENOTFINITE ? MBK_ENOTFINITE : MBK_EINTEGRATOR;
     bool ida = d->kind == SD_IDA;
     if (flag == (ida ? IDA_MEM_FAIL : CV_MEM_FAIL)) status = MBK_ENOMEM;
     if (flag == CV_ILL_INPUT || (!ida && flag == CV_TOO_CLOSE)) status = MBK_EINVAL;
@@ -409,6 +421,7 @@ static int sd_step(void *impl, mbk_integrator *ig, double t_stop)
         SD_TRY(IDASetStopTime(d->mem, t_stop), "setting the stop time");
         flag = IDASolve(d->mem, t_stop, &tret, d->y, d->yp, IDA_ONE_STEP);
         sd_stats(d);
+        if (flag >= 0 && fatal_callback(d)) flag = IDA_RES_FAIL;
         if (flag < 0) return sd_fail(d, flag, "step", tret);
         if (flag == IDA_TSTOP_RETURN) tret = t_stop;
         if (flag == IDA_ROOT_RETURN) {
@@ -419,6 +432,9 @@ static int sd_step(void *impl, mbk_integrator *ig, double t_stop)
         SD_TRY(CVodeSetStopTime(d->mem, t_stop), "setting the stop time");
         flag = CVode(d->mem, t_stop, d->y, &tret, CV_ONE_STEP);
         sd_stats(d);
+        /* CVODE's fixed-point solver (Adams) can treat a callback's -1 as a failed
+           iteration and go on with a smaller step: a fatal status ends the run here. */
+        if (flag >= 0 && fatal_callback(d)) flag = CV_RHSFUNC_FAIL;
         if (flag < 0) return sd_fail(d, flag, "step", tret);
         if (flag == CV_TSTOP_RETURN) tret = t_stop;
         if (flag == CV_ROOT_RETURN) {
