@@ -37,6 +37,8 @@ int mbk_last_status(void);
 const char *mbk_last_error(void);
 /* Forget the last failure on this thread. */
 void mbk_clear_error(void);
+/* Index of the first NaN or infinity in v[0..n), or -1 when all are finite (or n <= 0). */
+int mbk_find_nonfinite(const double *v, int n);
 /* Record a failure from user code (custom subsystems, callbacks); returns status. */
 int mbk_set_error(int status, const char *fmt, ...)
 #if defined(__GNUC__)

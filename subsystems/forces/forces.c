@@ -216,6 +216,57 @@ static int cached_custom_force(const mbk_forces *f, const fe_elem *e, const mbk_
     return 0;
 }
 
+/* Add element i's forces into F and tau. */
+static int element_force(const mbk_forces *f, int i, const mbk_state *s, mbk_spatial_vec *F, double *tau)
+{
+    const fe_elem *e = &f->elems[i];
+    mbk_force_ctx c = {f, i};
+    int rc = 0;
+    mbk_clear_error();
+    if (e->kind) rc = e->kind->force(e, params_of(f, e, s), &c, s, F, tau);
+    else if (e->cache >= 0) rc = cached_custom_force(f, e, &c, s, F, tau);
+    else if (e->ops.calc_force) rc = e->ops.calc_force(e->impl, &c, s, F, tau);
+    return rc != 0 ? element_failure(f, i, rc, "compute its forces") : 0;
+}
+
+/* Where the first NaN or infinity of the sums F, tau is: a message fragment. */
+static int describe_nonfinite(const mbk_forces *f, const mbk_spatial_vec *F, const double *tau, char *buf,
+                              size_t n)
+{
+    int k = mbk_find_nonfinite((const double *)F, 6 * f->nb);
+    if (k >= 0) {
+        static const char *part[6] = {"moment x", "moment y", "moment z", "force x", "force y", "force z"};
+        snprintf(buf, n, "the %s on body %d is %g", part[k % 6], k / 6, ((const double *)F)[k]);
+        return 1;
+    }
+    if ((k = mbk_find_nonfinite(tau, f->nu)) >= 0) {
+        snprintf(buf, n, "the mobility force on u[%d] is %g", k, tau[k]);
+        return 1;
+    }
+    return 0;
+}
+
+/* The sums hold NaN or infinity: run the elements again one at a time, into the
+   zeroed sums, to name the first that makes them so (only on this failure path). */
+static int blame_nonfinite(const mbk_forces *f, const mbk_state *s, mbk_spatial_vec *F, double *tau,
+                           const int *on)
+{
+    char where[160];
+    describe_nonfinite(f, F, tau, where, sizeof where);
+    memset(F, 0, (size_t)f->nb * sizeof *F + (size_t)f->nu * sizeof *tau);
+    for (int i = 0; i < f->n; ++i) {
+        if (!on[i] || element_force(f, i, s, F, tau) != 0) continue;
+        if (!describe_nonfinite(f, F, tau, where, sizeof where)) continue;
+        const fe_elem *e = &f->elems[i];
+        return mbk_set_error(MBK_ENOTFINITE, "force element %d (%s) produced a non-finite force: %s at t = %g; "
+                             "check its parameters (an overflow?) and the State's q and u",
+                             i, e->kind ? e->kind->name : e->ops.name ? e->ops.name : "custom", where,
+                             mbk_state_get_time(s));
+    }
+    return mbk_set_error(MBK_ENOTFINITE, "the applied forces are not finite (%s) at t = %g; check the force "
+                         "elements' parameters and the State's q and u", where, mbk_state_get_time(s));
+}
+
 static int fs_dynamics(void *impl, const mbk_subsystem_ctx *sc, mbk_state *s)
 {
     (void)sc;
@@ -227,15 +278,12 @@ static int fs_dynamics(void *impl, const mbk_subsystem_ctx *sc, mbk_state *s)
     if (!F) return mbk_last_status();
     for (int i = 0; i < f->n; ++i) {
         if (!on[i]) continue;
-        const fe_elem *e = &f->elems[i];
-        mbk_force_ctx c = {f, i};
-        int rc = 0;
-        mbk_clear_error();
-        if (e->kind) rc = e->kind->force(e, params_of(f, e, s), &c, s, F, tau);
-        else if (e->cache >= 0) rc = cached_custom_force(f, e, &c, s, F, tau);
-        else if (e->ops.calc_force) rc = e->ops.calc_force(e->impl, &c, s, F, tau);
-        if (rc != 0) return element_failure(f, i, rc, "compute its forces");
+        int rc = element_force(f, i, s, F, tau);
+        if (rc != 0) return rc;
     }
+    /* a cheap scan of the sums; a NaN or infinity must not pass as a result */
+    if (mbk_find_nonfinite((const double *)F, 6 * f->nb) >= 0 || mbk_find_nonfinite(tau, f->nu) >= 0)
+        return blame_nonfinite(f, s, F, tau, on);
     return 0;
 }
 

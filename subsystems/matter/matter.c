@@ -152,6 +152,7 @@ static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF
     b->I_B = mt_sym3_of(&I_B);
     b->I_diagonal = b->I_B.xy == 0.0 && b->I_B.xz == 0.0 && b->I_B.yz == 0.0;
     b->pin = mt_mobilizer_is_pin(&mobilizer);
+    b->quat = mt_mobilizer_has_quaternion(&mobilizer);
     b->spin = b->pin && b->X_MB.p.x == 0.0 && b->X_MB.p.y == 0.0 && b->X_MB.p.z == 0.0;
     b->pin_slot = b->pin ? m->npin++ : -1;
     b->pf_turns = !is_identity_rotation(&X_PF->R);

@@ -210,6 +210,18 @@ void mt_aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
     }
 }
 
+/* udot[k] is NaN or infinite although the forces were finite (they are checked at
+   Dynamics): say where, and what usually causes it. */
+static int nonfinite_udot(const mbk_matter *m, const mbk_state *s, const double *udot, int k)
+{
+    int b = 1;
+    while (b + 1 < m->nb && m->bodies[b + 1].u0 <= k) ++b;
+    return mbk_set_error(MBK_ENOTFINITE, "matter: udot[%d] (body %d, mobility %d) is %g at t = %g; the "
+                         "applied forces are finite, so look for a near-singular mass matrix (tiny masses or "
+                         "inertias on a moving body), extreme q or u, or a custom mobilizer or constraint "
+                         "producing NaN", k, b, k - m->bodies[b].u0, udot[k], mbk_state_get_time(s));
+}
+
 int mt_realize_acceleration(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 {
     (void)c;
@@ -223,6 +235,8 @@ int mt_realize_acceleration(void *impl, const mbk_subsystem_ctx *c, mbk_state *s
         int rc = m->con_hooks->solve(m, s, udot, A);
         if (rc < 0) return rc;
     }
+    int k = mbk_find_nonfinite(udot, m->nu);
+    if (k >= 0) return nonfinite_udot(m, s, udot, k);
     /* qdotdot from udot through each mobilizer's N and NDot */
     const int *lay = qlayout(m, s);
     bool euler = layout_euler(m, lay);

@@ -25,6 +25,7 @@ typedef struct mt_body {
                               sweeps skip the linear half of H */
     int pin_slot;          /* a Pin's index among the Pins (their sines and cosines) */
     bool I_diagonal;       /* I_B has no off-diagonal entries (rotated at half the cost) */
+    bool quat;             /* its first four q are a quaternion unless Euler angles are on */
 } mt_body;
 
 /* The fields of a body the sweeps read, packed (32 bytes, two per cache line):
@@ -171,6 +172,9 @@ int mt_need_body(const mbk_matter *m, int body, const char *fn);
 
 /* Whether a mobilizer is the built-in Pin (rotation about F's z, q = angle). */
 bool mt_mobilizer_is_pin(const mbk_mobilizer *mob);
+/* Whether a mobilizer is a built-in whose first four q are a quaternion (Ball, Free)
+   when Euler angles are off. */
+bool mt_mobilizer_has_quaternion(const mbk_mobilizer *mob);
 
 /* Add a matter subsystem to sys; returns its index. */
 int mt_add_matter(mbk_system *sys);

@@ -69,6 +69,29 @@ static void pin_sines_cosines(const mbk_matter *m, const int *pin_q, const doubl
 }
 
 /* Body poses, H in Ground and spatial inertias in Ground, base to tip. */
+/* q that give no pose: NaN or infinity anywhere, or a zero quaternion. A cheap
+   scan of q, then the quaternions' lengths; the message names the body. */
+static int check_q(const mbk_matter *m, const int *lay, bool euler, const double *q, int nq)
+{
+    int k = mbk_find_nonfinite(q, nq);
+    if (k >= 0) {
+        int b = 1;
+        while (b + 1 < m->nb && lay[2 * (b + 1)] <= k) ++b;
+        return mbk_set_error(MBK_ENOTFINITE, "matter: q[%d] (coordinate %d of body %d's mobilizer '%s') is %g; "
+                             "set finite coordinates (the State's q are kept as they are)", k, k - lay[2 * b], b,
+                             m->bodies[b].mob.ops->name ? m->bodies[b].mob.ops->name : "custom", q[k]);
+    }
+    for (int b = 1; b < m->nb && !euler; ++b) {
+        if (!m->bodies[b].quat) continue;
+        const double *qb = q + lay[2 * b];
+        if (!(qb[0] * qb[0] + qb[1] * qb[1] + qb[2] * qb[2] + qb[3] * qb[3] > 0))
+            return mbk_set_error(MBK_EINVAL, "matter: body %d's quaternion (q[%d..%d]) is zero and gives no "
+                                 "rotation; set a nonzero quaternion (1, 0, 0, 0 for none)", b, lay[2 * b],
+                                 lay[2 * b] + 3);
+    }
+    return MBK_OK;
+}
+
 int mt_realize_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 {
     (void)c;
@@ -76,6 +99,8 @@ int mt_realize_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     const int *lay = qlayout(m, s);
     bool euler = layout_euler(m, lay);
     const double *q = mbk_state_get_subsystem_q(s, m->sub);
+    int rc = check_q(m, lay, euler, q, mbk_state_get_subsystem_nq(s, m->sub));
+    if (rc < 0) return rc;
     double *qn = mt_cache(m, s, C_QN), *sc = mt_cache(m, s, C_TRIG);
     mt_pos *pos = mt_cache(m, s, C_POS);
     mt_joint_frame *jf = mt_cache(m, s, C_JOINT);

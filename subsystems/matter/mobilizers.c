@@ -349,6 +349,8 @@ mbk_mobilizer mbk_mobilizer_free(void) { return builtin(&free_ops); }
 
 bool mt_mobilizer_is_pin(const mbk_mobilizer *mob) { return mob->ops == &pin_ops; }
 
+bool mt_mobilizer_has_quaternion(const mbk_mobilizer *mob) { return mob->ops == &ball_ops || mob->ops == &free_ops; }
+
 mbk_mobilizer mbk_mobilizer_custom(const mbk_mobilizer_ops *ops, void *impl)
 {
     mbk_mobilizer m = {ops, impl};
