@@ -32,6 +32,14 @@ int mt_need(const mbk_matter *m, const mbk_state *s, mbk_stage stage, const char
     return MBK_OK;
 }
 
+int mt_need_finite(const double *v, int n, const char *fn, const char *name)
+{
+    int k = mbk_find_nonfinite(v, n);
+    if (k < 0) return MBK_OK;
+    return mbk_set_error(MBK_ENOTFINITE, "%s: %s[%d] is %g; give finite numbers (nothing was computed)", fn, name,
+                         k, v[k]);
+}
+
 int mt_need_body(const mbk_matter *m, int body, const char *fn)
 {
     if (body < 0 || body >= m->nb)
@@ -468,6 +476,8 @@ int mbk_matter_normalize_quaternions(const mbk_matter *m, mbk_state *s)
     const int *lay = qlayout(m, s);
     bool euler = layout_euler(m, lay);
     const double *q = mbk_state_get_subsystem_q(s, m->sub);
+    if ((rc = mt_check_q(m, lay, euler, q, mbk_state_get_subsystem_nq(s, m->sub))) < 0)
+        return mbk_set_error(rc, "%s: %s", fn, mbk_last_error());
     double *w = NULL; /* writable view, taken (and Position invalidated) only if needed */
     for (int i = 1; i < m->nb; ++i) {
         const mbk_mobilizer *mob = &m->bodies[i].mob;

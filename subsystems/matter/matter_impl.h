@@ -159,6 +159,10 @@ static inline void copy_small(double *dst, const double *src, int n)
     for (int i = 0; i < n; ++i) dst[i] = src[i];
 }
 
+/* MBK_OK unless q give no pose: NaN or infinity anywhere (MBK_ENOTFINITE), or a
+   zero quaternion (MBK_EINVAL); the message names the body. A cheap scan of q,
+   then the quaternions' lengths. */
+int mt_check_q(const mbk_matter *m, const int *lay, bool euler, const double *q, int nq);
 /* Matter's realize ops of the later stages (matter_kinematics.c, matter_dynamics.c). */
 int mt_realize_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s);
 int mt_realize_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s);
@@ -167,6 +171,8 @@ int mt_realize_acceleration(void *impl, const mbk_subsystem_ctx *c, mbk_state *s
 
 /* MBK_OK if (m, s) are usable and matter is realized to `stage`. */
 int mt_need(const mbk_matter *m, const mbk_state *s, mbk_stage stage, const char *fn);
+/* MBK_OK if v[0..n) are all finite; else MBK_ENOTFINITE naming fn, the array and the entry. */
+int mt_need_finite(const double *v, int n, const char *fn, const char *name);
 /* MBK_OK if body is a valid index. */
 int mt_need_body(const mbk_matter *m, int body, const char *fn);
 

@@ -69,9 +69,7 @@ static void pin_sines_cosines(const mbk_matter *m, const int *pin_q, const doubl
 }
 
 /* Body poses, H in Ground and spatial inertias in Ground, base to tip. */
-/* q that give no pose: NaN or infinity anywhere, or a zero quaternion. A cheap
-   scan of q, then the quaternions' lengths; the message names the body. */
-static int check_q(const mbk_matter *m, const int *lay, bool euler, const double *q, int nq)
+int mt_check_q(const mbk_matter *m, const int *lay, bool euler, const double *q, int nq)
 {
     int k = mbk_find_nonfinite(q, nq);
     if (k >= 0) {
@@ -99,7 +97,7 @@ int mt_realize_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     const int *lay = qlayout(m, s);
     bool euler = layout_euler(m, lay);
     const double *q = mbk_state_get_subsystem_q(s, m->sub);
-    int rc = check_q(m, lay, euler, q, mbk_state_get_subsystem_nq(s, m->sub));
+    int rc = mt_check_q(m, lay, euler, q, mbk_state_get_subsystem_nq(s, m->sub));
     if (rc < 0) return rc;
     double *qn = mt_cache(m, s, C_QN), *sc = mt_cache(m, s, C_TRIG);
     mt_pos *pos = mt_cache(m, s, C_POS);

@@ -51,6 +51,7 @@ int mbk_matter_multiply_by_M(const mbk_matter *m, const mbk_state *s, const doub
     int rc = mt_need(m, s, MBK_STAGE_POSITION, "mbk_matter_multiply_by_M");
     if (rc < 0) return rc;
     if (!v || !Mv) return mbk_set_error(MBK_EINVAL, "mbk_matter_multiply_by_M: v and Mv must not be NULL");
+    if ((rc = mt_need_finite(v, m->nu, "mbk_matter_multiply_by_M", "v")) < 0) return rc;
     mbk_spatial_vec *w = mt_cache(m, s, C_SCRATCH);
     mt_rnea(m, s, v, NULL, NULL, false, w, w + m->nb, Mv);
     return MBK_OK;
@@ -61,6 +62,7 @@ int mbk_matter_multiply_by_M_inverse(const mbk_matter *m, const mbk_state *s, co
     int rc = mt_need(m, s, MBK_STAGE_POSITION, "mbk_matter_multiply_by_M_inverse");
     if (rc < 0) return rc;
     if (!v || !Minv_v) return mbk_set_error(MBK_EINVAL, "mbk_matter_multiply_by_M_inverse: v and Minv_v must not be NULL");
+    if ((rc = mt_need_finite(v, m->nu, "mbk_matter_multiply_by_M_inverse", "v")) < 0) return rc;
     if ((rc = mt_realize_abi(m, s)) < 0) return rc;
     mbk_spatial_vec *w = mt_cache(m, s, C_SCRATCH);
     mt_aba_solve(m, s, v, NULL, false, w, w + m->nb, Minv_v);
@@ -149,6 +151,11 @@ int mbk_matter_calc_residual_force(const mbk_matter *m, const mbk_state *s, cons
     int rc = mt_need(m, s, MBK_STAGE_VELOCITY, "mbk_matter_calc_residual_force");
     if (rc < 0) return rc;
     if (!residual) return mbk_set_error(MBK_EINVAL, "mbk_matter_calc_residual_force: residual is NULL");
+    const char *fn = "mbk_matter_calc_residual_force";
+    if ((known_udot && (rc = mt_need_finite(known_udot, m->nu, fn, "known_udot")) < 0) ||
+        (mobility_forces && (rc = mt_need_finite(mobility_forces, m->nu, fn, "mobility_forces")) < 0) ||
+        (body_forces && (rc = mt_need_finite((const double *)body_forces, 6 * m->nb, fn, "body_forces (as doubles)")) < 0))
+        return rc;
     mbk_spatial_vec *w = mt_cache(m, s, C_SCRATCH);
     mt_rnea(m, s, known_udot, mobility_forces, body_forces, true, w, w + m->nb, residual);
     return MBK_OK;
@@ -193,6 +200,7 @@ int mbk_matter_multiply_by_system_jacobian(const mbk_matter *m, const mbk_state 
     int rc = mt_need(m, s, MBK_STAGE_POSITION, fn);
     if (rc < 0) return rc;
     if (!u || !Ju) return mbk_set_error(MBK_EINVAL, "%s: u and Ju must not be NULL", fn);
+    if ((rc = mt_need_finite(u, m->nu, fn, "u")) < 0) return rc;
     jacobian_times(m, s, u, Ju);
     return MBK_OK;
 }
@@ -204,6 +212,7 @@ int mbk_matter_multiply_by_system_jacobian_transpose(const mbk_matter *m, const 
     int rc = mt_need(m, s, MBK_STAGE_POSITION, fn);
     if (rc < 0) return rc;
     if (!F || !JtF) return mbk_set_error(MBK_EINVAL, "%s: F and JtF must not be NULL", fn);
+    if ((rc = mt_need_finite((const double *)F, 6 * m->nb, fn, "F (as doubles)")) < 0) return rc;
     /* -J^T F is the residual of M 0 - J^T F with no velocity terms. */
     mbk_spatial_vec *w = mt_cache(m, s, C_SCRATCH);
     mt_rnea(m, s, NULL, NULL, F, false, w, w + m->nb, JtF);
