@@ -1,4 +1,5 @@
-/* Private layout of the State block, shared by state.c and system.c.
+/* Private layout of the State block and the helpers shared by the state_*.c files
+ * and system.c.
  *
  * The whole State lives in one malloc'd block: a header, one record per
  * subsystem, one record per discrete variable and per cache entry, the
@@ -8,7 +9,9 @@
 #define MBK_STATE_IMPL_H
 
 #include <stdint.h>
+
 #include "mbk/state.h"
+#include "mbk/status.h"
 
 /* Stages that can own event witnesses: Time..Report. */
 #define ST_FIRST_EVENT_STAGE MBK_STAGE_TIME
@@ -68,8 +71,32 @@ struct mbk_state {
     size_t capacity;      /* bytes allocated for block */
 };
 
-/* Lay out a fresh block with nsub empty subsystems at stage Empty. */
-int st_init_empty(mbk_state *s, int nsub);
+/* What a rebuild adds: at most one allocation per rebuild. */
+typedef enum {
+    EDIT_NONE,
+    EDIT_Q,
+    EDIT_U,
+    EDIT_Z,
+    EDIT_DISC,
+    EDIT_CACHE,
+    EDIT_QERR,
+    EDIT_UERR,
+    EDIT_UDOTERR,
+    EDIT_TRIG
+} edit_kind;
+
+/* One rebuild: what it adds, where, with which initial values, and what it drops. */
+typedef struct st_edit {
+    edit_kind kind;              /* what to add */
+    int sub;                     /* to which subsystem */
+    int n;                       /* how many doubles (q/u/z/err/trig) */
+    const double *init;          /* initial doubles, or NULL for zeros */
+    int stage_a, stage_b;        /* discrete: invalidates; cache: depends_on, computed_by; trig: stage */
+    const mbk_value_type *type;  /* value type (discrete, cache) */
+    const void *vinit;           /* initial value, or NULL for zero bytes */
+    int drop_from;               /* drop allocations made at this stage or later (Empty: none) */
+} st_edit;
+
 /* Header of an initialized State (NULL if Empty). */
 static inline st_hdr *st_hdr_of(const mbk_state *s) { return s && s->block ? (st_hdr *)s->block : NULL; }
 /* Subsystem record k of an initialized State. */
@@ -77,14 +104,108 @@ static inline st_sub *st_sub_of(const mbk_state *s, int k)
 {
     return (st_sub *)(s->block + ((st_hdr *)s->block)->sub_off) + k;
 }
+/* Discrete variable records of an initialized State (all subsystems). */
+static inline st_disc *st_disc_recs(const mbk_state *s)
+{
+    return (st_disc *)(s->block + st_hdr_of(s)->disc_off);
+}
+/* Cache entry records of an initialized State (all subsystems). */
+static inline st_cache *st_cache_recs(const mbk_state *s)
+{
+    return (st_cache *)(s->block + st_hdr_of(s)->cache_off);
+}
+/* The doubles at byte offset `off` of the block. */
+static inline double *st_dbl_at(const mbk_state *s, size_t off) { return (double *)(s->block + off); }
+
+/* ---- Argument and stage checks shared by the public functions, and invalidation; inline
+   because they sit on the path of every accessor ---- */
+
+/* Header of an initialized State, or NULL with MBK_EINVAL recorded. */
+static inline st_hdr *st_need_state(const mbk_state *s, const char *fn)
+{
+    if (!s) {
+        mbk_set_error(MBK_EINVAL, "%s: state is NULL", fn);
+        return NULL;
+    }
+    if (!s->block) {
+        mbk_set_error(MBK_EINVAL, "%s: state is not initialized; call mbk_state_init(state, system)",
+                      fn);
+        return NULL;
+    }
+    return st_hdr_of(s);
+}
+
+/* Header if the State has reached `stage`, else NULL with MBK_ESTAGE naming it. */
+static inline st_hdr *st_need_stage(const mbk_state *s, mbk_stage stage, const char *fn,
+                                    const char *what)
+{
+    st_hdr *h = st_need_state(s, fn);
+    if (!h) return NULL;
+    if (h->stage < (int)stage) {
+        mbk_set_error(MBK_ESTAGE, "%s: state is realized only to %s; realize to %s before %s", fn,
+                      mbk_stage_name((mbk_stage)h->stage), mbk_stage_name(stage), what);
+        return NULL;
+    }
+    return h;
+}
+
+/* Subsystem record, or NULL with MBK_EINVAL for a bad index. */
+static inline st_sub *st_need_sub(const mbk_state *s, int sub, const char *fn)
+{
+    st_hdr *h = st_need_state(s, fn);
+    if (!h) return NULL;
+    if (sub < 0 || sub >= h->nsub) {
+        mbk_set_error(MBK_EINVAL, "%s: subsystem index %d is out of range; the state has %d", fn,
+                      sub, h->nsub);
+        return NULL;
+    }
+    return st_sub_of(s, sub);
+}
+
+/* Bump versions of g..Report everywhere and revert to g - 1 at most. */
+static inline void st_invalidate(mbk_state *s, int g)
+{
+    st_hdr *h = st_hdr_of(s);
+    for (int k = 0; k < h->nsub; ++k) {
+        st_sub *b = st_sub_of(s, k);
+        for (int j = g; j <= MBK_STAGE_REPORT; ++j) b->version[j]++;
+        if (b->stage >= g) b->stage = g - 1;
+    }
+    if (h->stage >= g) h->stage = g - 1;
+}
+
+/* ---- state_block.c: layout and rebuild ---- */
+/* Lay out a fresh block with nsub empty subsystems at stage Empty. */
+int st_init_empty(mbk_state *s, int nsub);
+/* Build a new block from the old one with the edit applied, then swap. */
+int st_rebuild(mbk_state *s, const st_edit *e);
+/* Destroy every value in a block (before it is freed or overwritten). */
+void st_destroy_values(const mbk_state *s);
+/* Copy-construct a value into raw memory. */
+void st_value_copy(const mbk_value_type *t, void *dst, const void *src);
+/* Destroy a value in place (its type's destroy op, if any). */
+void st_value_destroy(const mbk_value_type *t, void *v);
+/* Fingerprint of the layout made at Topology (counts, types, stages). */
+uint64_t st_layout_hash(const mbk_state *s);
+
+/* ---- state_alloc.c: allocation ---- */
 /* Drop allocations made at stage `from` or later (Model or Instance). */
 int st_drop_allocations(mbk_state *s, mbk_stage from);
 /* True if any allocation was made at stage `from` or later. */
 int st_has_allocations_from(const mbk_state *s, mbk_stage from);
+
+/* ---- state.c ---- */
+/* Type check shared by the _as functions: 1 if `have` equals `want`, else 0 with MBK_EINVAL. */
+int st_type_matches(const mbk_value_type *have, const mbk_value_type *want, const char *fn,
+                    const char *what, int sub, int index);
+
+/* ---- state_stage.c: stages and invalidation ---- */
+/* Invalidate g; a Model change also discards what Model realization allocated. */
+int st_invalidate_stage(mbk_state *s, int g);
 /* Recompute hdr->stage from the subsystem stages. */
 void st_update_stage(mbk_state *s);
-/* Fingerprint of the layout made at Topology (counts, types, stages). */
-uint64_t st_layout_hash(const mbk_state *s);
+
+/* ---- state_vars.c: continuous variables ---- */
 /* MBK_OK if the variables of `stage` (t, q, u or z) are all finite, else MBK_ENOTFINITE. */
 int st_check_finite(const mbk_state *s, mbk_stage stage);
 

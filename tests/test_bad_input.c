@@ -319,7 +319,7 @@ static void time_refusals(mbk_state *s, int k)
     REFUSE_RC(s, MBK_ESTAGE, where, mbk_state_allocate_discrete(s, k, MBK_STAGE_REPORT, &mbk_value_double, &one));
     REFUSE_RC(s, MBK_ESTAGE, where, mbk_state_allocate_cache(s, k, MBK_STAGE_TIME, MBK_STAGE_TIME, &mbk_value_double, NULL));
     REFUSE_RC(s, MBK_ESTAGE, where, mbk_state_allocate_lazy_cache(s, k, MBK_STAGE_TIME, &mbk_value_double, NULL));
-    /* BUG: state.c need_alloc says "(no realization is running now)" while a realize_time op is running */
+    /* BUG: state_alloc.c need_alloc says "(no realization is running now)" while a realize_time op is running */
     CHECK(strstr(last_msg, "no realization is running") == NULL);
     REFUSE_RC(s, MBK_ESTAGE, "realize_instance", mbk_state_allocate_qerr(s, k, 1));
     REFUSE_RC(s, MBK_ESTAGE, "realize_instance", mbk_state_allocate_uerr(s, k, 1));
@@ -989,7 +989,7 @@ static void test_bad_indices(void)
     REFUSE_RC(s, MBK_EINVAL, "Model..Report", mbk_state_invalidate(s, MBK_STAGE_EMPTY));
     REFUSE_RC(s, MBK_EINVAL, "Model..Report", mbk_state_invalidate(s, MBK_STAGE_INFINITY));
     REFUSE_RC(s, MBK_EINVAL, "Model..Report", mbk_state_invalidate(s, (mbk_stage)-1));
-    /* BUG: state.c mbk_state_get_stage_version returns -1 for a bad stage without recording MBK_EINVAL */
+    /* BUG: state_stage.c mbk_state_get_stage_version returns -1 for a bad stage without recording MBK_EINVAL */
     REFUSE_VAL(s, MBK_EINVAL, NULL, -1L, mbk_state_get_stage_version(s, 0, MBK_STAGE_INFINITY));
     CHECK_INT(mbk_state_get_stage(s), MBK_STAGE_REPORT);
     fixture_free(&f);
