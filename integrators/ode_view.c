@@ -14,19 +14,14 @@ int mbk_system_calc_dae_residual(const mbk_system *sys, mbk_state *s, double t, 
     if (!yp || !r) return mbk_set_error(MBK_EINVAL, "%s: %s is NULL", fn, !yp ? "yp" : "r");
     int rc = mbk_system_realize(sys, s, MBK_STAGE_MODEL);
     if (rc < 0) return rc;
-    int ny = mbk_state_get_ny(s);
-    if (!isfinite(t)) return mbk_set_error(MBK_ENOTFINITE, "%s: t = %g is not finite", fn, t);
-    for (int i = 0; y && i < ny; ++i)
-        if (!isfinite(y[i]))
-            return mbk_set_error(MBK_ENOTFINITE, "%s: y[%d] = %g is not finite; the State was not changed",
-                                 fn, i, y[i]);
-    if (t != mbk_state_get_time(s) && (rc = mbk_state_set_time(s, t)) < 0) return rc;
-    if (y && y != mbk_state_get_y(s) && (rc = mbk_state_set_y(s, y, ny)) < 0) return rc;
-    if (y && y == mbk_state_get_y(s) && !mbk_state_upd_y(s)) return mbk_last_status();
-    if ((rc = mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION)) < 0) return rc;
-    const double *yd = mbk_state_get_ydot(s);
-    if (!yd) return mbk_last_status();
-    for (int i = 0; i < ny; ++i) r[i] = yp[i] - yd[i];
+    int ny = mbk_state_get_ny(s), k = mbk_find_nonfinite(yp, ny);
+    if (k >= 0)
+        return mbk_set_error(MBK_ENOTFINITE, "%s: yp[%d] = %g is not finite; the State was not changed", fn, k,
+                             yp[k]);
+    /* r = yp - ydot(t, y); calc_ydot checks t and y and leaves the State as it was on failure */
+    if ((rc = mbk_system_calc_ydot(sys, s, t, y, r)) < 0)
+        return mbk_set_error(rc, "%s: %s", fn, mbk_last_error());
+    for (int i = 0; i < ny; ++i) r[i] = yp[i] - r[i];
     return MBK_OK;
 }
 

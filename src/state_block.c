@@ -95,6 +95,7 @@ static size_t plan_offsets(const st_plan *p, int nsub, st_hdr *h)
     h->y_off = o; o = align_up(o + (size_t)ny * sizeof(double), 64);
     h->ydot_off = o; o = align_up(o + (size_t)ny * sizeof(double), 64);
     h->qdd_off = o; o = align_up(o + (size_t)p->nq * sizeof(double), 64);
+    h->ybak_off = o; o = align_up(o + (size_t)ny * sizeof(double), 64);
     h->err_off = o;
     o = align_up(o + (size_t)(p->nqerr + p->nuerr + p->nudoterr) * sizeof(double), 64);
     h->mult_off = o; o = align_up(o + (size_t)p->nudoterr * sizeof(double), 64);

@@ -63,6 +63,7 @@ typedef struct st_hdr {
     double t;             /* time */
     size_t sub_off, disc_off, cache_off; /* record arrays */
     size_t y_off, ydot_off, qdd_off;     /* y, ydot = [qdot udot zdot], qdotdot */
+    size_t ybak_off;                     /* y as it was before a call that restores it on failure */
     size_t err_off, mult_off, trig_off;  /* [qerr uerr udoterr], multipliers, witnesses */
 } st_hdr;
 
@@ -116,6 +117,8 @@ static inline st_cache *st_cache_recs(const mbk_state *s)
 }
 /* The doubles at byte offset `off` of the block. */
 static inline double *st_dbl_at(const mbk_state *s, size_t off) { return (double *)(s->block + off); }
+/* Room for a copy of y (ny doubles), for calls that must leave y as it was on failure. */
+static inline double *st_y_backup(const mbk_state *s) { return st_dbl_at(s, st_hdr_of(s)->ybak_off); }
 
 /* ---- Argument and stage checks shared by the public functions, and invalidation; inline
    because they sit on the path of every accessor ---- */

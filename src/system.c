@@ -338,6 +338,31 @@ int mbk_system_calc_energy(const mbk_system *sys, const mbk_state *s, double *ki
     return MBK_OK;
 }
 
+/* Set t and y (y NULL, or the State's own y written in place: keep it), then
+   realize to Acceleration. On failure t and y are put back and s is realized
+   again to the stage it had, so the caller's variables are as they were; the
+   failure's message is kept. */
+static int set_and_realize(const mbk_system *sys, mbk_state *s, double t, const double *y, int ny)
+{
+    mbk_stage was = mbk_state_get_stage(s);
+    double t_was = mbk_state_get_time(s);
+    bool own = y == mbk_state_get_y(s), replace = y && !own;
+    double *bak = st_y_backup(s);
+    if (replace && ny > 0) memcpy(bak, mbk_state_get_y(s), (size_t)ny * sizeof(double));
+    int rc = MBK_OK;
+    if (t != t_was) rc = mbk_state_set_time(s, t);
+    if (rc == MBK_OK && replace) rc = mbk_state_set_y(s, y, ny);
+    if (rc == MBK_OK && own && !mbk_state_upd_y(s)) rc = mbk_last_status();
+    if (rc == MBK_OK) rc = mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION);
+    if (rc >= 0) return rc;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", mbk_last_error());
+    if (mbk_state_get_time(s) != t_was) mbk_state_set_time(s, t_was);
+    if (replace) mbk_state_set_y(s, bak, ny);
+    mbk_system_realize(sys, s, was); /* it got there before with these variables */
+    return mbk_set_error(rc, "%s", msg);
+}
+
 int mbk_system_calc_ydot(const mbk_system *sys, mbk_state *s, double t, const double *y,
                          double *ydot)
 {
@@ -347,14 +372,11 @@ int mbk_system_calc_ydot(const mbk_system *sys, mbk_state *s, double t, const do
     /* Check everything before changing anything: a refused call leaves the State alone. */
     int ny = mbk_state_get_ny(s);
     if (!isfinite(t)) return mbk_set_error(MBK_ENOTFINITE, "mbk_system_calc_ydot: t = %g is not finite", t);
-    for (int i = 0; y && i < ny; ++i)
-        if (!isfinite(y[i]))
-            return mbk_set_error(MBK_ENOTFINITE, "mbk_system_calc_ydot: y[%d] = %g is not finite; "
-                                 "the State was not changed", i, y[i]);
-    if (t != mbk_state_get_time(s) && (rc = mbk_state_set_time(s, t)) < 0) return rc;
-    if (y && (rc = mbk_state_set_y(s, y, ny)) < 0) return rc;
-    rc = mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION);
-    if (rc < 0) return rc;
+    int k = y ? mbk_find_nonfinite(y, ny) : -1;
+    if (k >= 0)
+        return mbk_set_error(MBK_ENOTFINITE, "mbk_system_calc_ydot: y[%d] = %g is not finite; "
+                             "the State was not changed", k, y[k]);
+    if ((rc = set_and_realize(sys, s, t, y, ny)) < 0) return rc;
     if (ny > 0) memcpy(ydot, mbk_state_get_ydot(s), (size_t)ny * sizeof(double));
     return MBK_OK;
 }

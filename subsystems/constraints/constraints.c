@@ -59,6 +59,10 @@ int mbk_constraint_add_custom_with_mobilities(mbk_matter *m, const mbk_constrain
         if (b < 1 || b >= m->nb || coords[k] < 0 || coords[k] >= m->bodies[b].nu)
             return mbk_set_error(MBK_EINVAL, "%s: mobility %d (body %d, coordinate %d) does not exist", fn, k,
                                  b, coords[k]);
+        for (int j = 0; j < k; ++j)
+            if (mob_bodies[j] == b && coords[j] == coords[k])
+                return mbk_set_error(MBK_EINVAL, "%s: mobility %d and mobility %d are the same (body %d, "
+                                     "coordinate %d); name each coordinate once", fn, j, k, b, coords[k]);
         c.mob_body[k] = b;
         c.mob_coord[k] = coords[k];
         c.ancestor = c.ancestor < 0 ? b : common_ancestor(m, c.ancestor, b);
@@ -313,6 +317,24 @@ static int call_err(const mt_constraint *c, int which, const mbk_constraint_args
     return fn[which](c->impl, a, out);
 }
 
+/* A NaN or infinity among the errors constraint i just wrote (its slots start at
+   p, v and a in out) is a bug in its callback, not a configuration to move away from. */
+static int check_errors(const mt_constraint *c, int i, int level, const double *out, int p, int v, int a)
+{
+    static const char *what[3] = {"position", "velocity", "acceleration"};
+    const struct { int n, start; } part[3] = {
+        {level <= 2 ? c->ops.mp : 0, p}, {level >= 1 ? c->ops.mv : 0, v}, {level == 2 ? c->ops.ma : 0, a}};
+    for (int g = 0; g < 3; ++g) {
+        int k = mbk_find_nonfinite(out + part[g].start, part[g].n);
+        if (k < 0) continue;
+        return mbk_set_error(MBK_ENOTFINITE, "constraint %d (%s) returned a non-finite %s-level error "
+                             "(equation %d is %g) while the State's variables are finite: its error callback "
+                             "has a bug (a division by zero?)", i, c->ops.name ? c->ops.name : "custom",
+                             what[g], k, out[part[g].start + k]);
+    }
+    return MBK_OK;
+}
+
 int ct_eval(const mbk_matter *m, const mbk_state *s, int level, const mbk_spatial_vec *A, const double *udot,
             double *out)
 {
@@ -332,6 +354,7 @@ int ct_eval(const mbk_matter *m, const mbk_state *s, int level, const mbk_spatia
             return mbk_set_error(rc < 0 && rc == mbk_last_status() ? rc : MBK_EUSER,
                                  "constraint %d (%s) failed to compute its errors: %s", i,
                                  c->ops.name ? c->ops.name : "custom", mbk_last_error());
+        if ((rc = check_errors(c, i, level, out, p0[i], sl->mp + v0[i], sl->mp + sl->mv + a0[i])) < 0) return rc;
     }
     return MBK_OK;
 }

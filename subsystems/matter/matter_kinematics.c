@@ -194,6 +194,13 @@ int mt_realize_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     const int *lay = qlayout(m, s);
     bool euler = layout_euler(m, lay);
     const double *u = mbk_state_get_subsystem_u(s, m->sub);
+    int k = mbk_find_nonfinite(u, m->nu);
+    if (k >= 0) {
+        int b = 1;
+        while (b + 1 < m->nb && m->bodies[b + 1].u0 <= k) ++b;
+        return mbk_set_error(MBK_ENOTFINITE, "matter: u[%d] (speed %d of body %d) is %g; set finite speeds "
+                             "(the State's u are kept as they are)", k, k - m->bodies[b].u0, b, u[k]);
+    }
     const double *qn = mt_cache(m, s, C_QN);
     const mt_pos *pos = mt_cache(m, s, C_POS);
     const mt_joint_frame *jf = mt_cache(m, s, C_JOINT);
