@@ -173,17 +173,21 @@ int ct_solve(const mbk_matter *m, const mbk_state *s, double *udot, mbk_spatial_
         for (int i = 0; i < mt; ++i) w.W[(size_t)j * (size_t)mt + i] = w.e0[i] - w.e1[i];
     }
     memcpy(w.lambda, w.e0, (size_t)mt * sizeof(double));
+    double W_max = max_abs(w.W, mt * mt); /* the solve overwrites W */
     if ((rc = lsq_solve(m, &w, w.W, w.lambda, mt, &sl->rank)) < 0) return rc;
     for (int j = 0; j < mt; ++j)
         for (int i = 0; i < m->nu; ++i) udot[i] -= w.X[(size_t)j * (size_t)m->nu + i] * w.lambda[j];
     ct_accel_kinematics(m, s, udot, A);
     if ((rc = ct_eval(m, s, 2, A, udot, udoterr)) < 0) return rc;
-    /* A least-squares solution that leaves errors behind means the equations conflict. */
+    /* A least-squares solution that leaves errors behind means the equations conflict,
+       unless what is left is round-off of an ill-conditioned solve (long chains of
+       couplers): a backward-stable solve leaves about mt eps |W| |lambda|. */
     double scale = 1.0 + max_abs(w.e0, mt), left = max_abs(udoterr, mt);
-    if (!(left <= 1e-8 * scale))
+    double roundoff = 1e3 * mt * DBL_EPSILON * (W_max * max_abs(w.lambda, mt) + scale);
+    if (!(left <= 1e-8 * scale || left <= roundoff))
         return mbk_set_error(MBK_ESINGULAR, "constraints are inconsistent: after the solve, acceleration "
-                             "errors of %.3g remain (rank %d of %d); remove or disable conflicting "
-                             "constraints", left, sl->rank, mt);
+                             "errors of %.3g remain (rank %d of %d; round-off would leave at most %.3g); "
+                             "remove or disable conflicting constraints", left, sl->rank, mt, roundoff);
     memcpy(mult, w.lambda, (size_t)mt * sizeof(double));
     return MBK_OK;
 }
