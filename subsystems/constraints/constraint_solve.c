@@ -90,7 +90,21 @@ int mt_constraints_topology(mbk_matter *m, mbk_state *s)
     size_t off[12];
     mbk_value_type ws = mbk_value_bytes(ws_layout(m, off), 64);
     m->cache[C_CSOLVE] = mbk_state_allocate_lazy_cache(s, m->sub, MBK_STAGE_TOPOLOGY, &ws, NULL);
-    return m->cache[C_CSLOTS] < 0 || m->cache[C_CSOLVE] < 0 ? mbk_last_status() : MBK_OK;
+    /* the constrained bodies' kinematics in their ancestor frames, one slot per body of
+       each constraint: poses at Position, velocities and velocity products at Velocity */
+    int nkin = 0;
+    for (int i = 0; i < m->ncons; ++i) {
+        m->cons[i].kin0 = nkin;
+        nkin += m->cons[i].nb;
+    }
+    size_t nslot = (size_t)(nkin > 0 ? nkin : 1);
+    mbk_value_type poses = mbk_value_bytes(nslot * sizeof(mbk_transform), 64);
+    mbk_value_type vels = mbk_value_bytes(nslot * sizeof(ct_body_vel), 64);
+    m->cache[C_CPOSE] = mbk_state_allocate_cache(s, m->sub, MBK_STAGE_POSITION, MBK_STAGE_POSITION, &poses, NULL);
+    m->cache[C_CVEL] = mbk_state_allocate_cache(s, m->sub, MBK_STAGE_VELOCITY, MBK_STAGE_VELOCITY, &vels, NULL);
+    return m->cache[C_CSLOTS] < 0 || m->cache[C_CSOLVE] < 0 || m->cache[C_CPOSE] < 0 || m->cache[C_CVEL] < 0
+               ? mbk_last_status()
+               : MBK_OK;
 }
 
 /* ------------------------------------------------------------------ */

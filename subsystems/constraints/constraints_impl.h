@@ -14,6 +14,13 @@ struct mbk_constraint_args {
     const double *udot;        /* udot giving A (acceleration level), else NULL */
 };
 
+/* Velocity-stage kinematics of one constrained body relative to its constraint's
+   ancestor A, both in A (C_CVEL; C_CPOSE holds its pose X_AB from Position). */
+typedef struct ct_body_vel {
+    mbk_spatial_vec V_AB;   /* velocity of B's origin as seen in A */
+    mbk_spatial_vec A_bias; /* the velocity-product part of its acceleration in A */
+} ct_body_vel;
+
 /* Views of the solve work space (one cache blob, sized at Topology). */
 typedef struct ct_solve_ws {
     double *W;               /* m x m: G M^-1 G^T (column-major for LAPACK) */

@@ -71,7 +71,7 @@ typedef struct mt_abi {
 } mt_abi;
 
 enum { C_QLAYOUT, C_QN, C_TRIG, C_JOINT, C_POS, C_H, C_VEL, C_ABI, C_FORCES, C_ACC, C_SCRATCH, C_SCRATCH_MAT,
-       C_CSLOTS, C_CSOLVE, NUM_CACHE };
+       C_CSLOTS, C_CSOLVE, C_CPOSE, C_CVEL, NUM_CACHE };
 
 /* Most bodies and mobilities one constraint may name. */
 #define MT_MAX_CBODIES 8
@@ -86,6 +86,7 @@ typedef struct mt_constraint {
     int mob_body[MT_MAX_CBODIES]; /* body of each */
     int mob_coord[MT_MAX_CBODIES];/* coordinate within that body's mobilizer */
     int ancestor;                 /* nearest common ancestor of everything it names */
+    int kin0;                     /* its bodies' first slot in the C_CPOSE and C_CVEL caches */
 } mt_constraint;
 
 /* Where each enabled constraint's equations sit (Instance stage): starts within
