@@ -38,15 +38,14 @@
  *
  * main() builds four free bodies twice, once with (a) and once with (b),
  * checks that both give identical forces and energy, shows what changing
- * each kind of parameter invalidates, and integrates both with RK4 through
- * the ODE view (mbk_system_calc_ydot), checking that energy and linear
- * momentum are conserved. It exits nonzero if any check fails.
+ * each kind of parameter invalidates, and integrates both with the
+ * library's fixed-step RK4 (mbk_integrator_create_rk4), checking that energy
+ * and linear momentum are conserved. It exits nonzero if any check fails.
  *
  * tests/test_forces.c includes this file (with REPULSION_NO_MAIN defined)
  * to reuse (a) and (b). */
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 
 #include <mbk/mbk.h>
 
@@ -300,7 +299,7 @@ static int repulsion_subsystem_set_strength(const mbk_system *sys, int sub, mbk_
 
 #include <stdlib.h>
 
-enum { NBODIES = 4, NY_MAX = 7 * NBODIES + 6 * NBODIES };
+enum { NBODIES = 4 };
 
 /* Any failing mbk call ends the program with the library's own explanation. */
 #define TRY(call) try_call((call), #call, __LINE__)
@@ -385,33 +384,22 @@ static double potential(const mbk_system *sys, const mbk_state *s)
     return pe;
 }
 
-/* One classical RK4 step of y' = f(t, y) through the ODE view; leaves the
-   State holding t + h and the new y, with its quaternions normalized. */
-static void rk4_step(const mbk_system *sys, mbk_state *s, double t, double h)
+/* The library's classical RK4 with fixed step h, started from (a copy of) s. Its
+   projection after every step keeps the quaternions at unit length. */
+static mbk_integrator *rk4_from(const mbk_system *sys, const mbk_state *s, double h)
 {
-    double y0[NY_MAX], yt[NY_MAX], k[4][NY_MAX];
-    static const double c[4] = {0.0, 0.5, 0.5, 1.0};
-    int ny = TRY(mbk_state_get_ny(s));
-    memcpy(y0, mbk_state_get_y(s), (size_t)ny * sizeof(double));
-    TRY(mbk_system_calc_ydot(sys, s, t, NULL, k[0])); /* NULL: the State's own y */
-    for (int j = 1; j < 4; ++j) {
-        for (int i = 0; i < ny; ++i) yt[i] = y0[i] + c[j] * h * k[j - 1][i];
-        TRY(mbk_system_calc_ydot(sys, s, t + c[j] * h, yt, k[j]));
-    }
-    for (int i = 0; i < ny; ++i) yt[i] = y0[i] + h / 6.0 * (k[0][i] + 2.0 * k[1][i] + 2.0 * k[2][i] + k[3][i]);
-    TRY(mbk_state_set_time(s, t + h));
-    TRY(mbk_state_set_y(s, yt, ny));
-    /* RK4 does not keep |quaternion| = 1; results never depend on it (matter
-       uses the unit quaternion), but keep the State tidy as integrators do. */
-    TRY(mbk_matter_normalize_quaternions(mbk_multibody_get_matter(sys), s));
+    mbk_integrator *ig = mbk_integrator_create_rk4(sys);
+    if (!ig) try_call(mbk_last_status(), "mbk_integrator_create_rk4", __LINE__);
+    TRY(mbk_integrator_set_fixed_step(ig, h));
+    TRY(mbk_integrator_initialize(ig, s));
+    return ig;
 }
 
-/* Total energy and linear momentum of a State (realized to Velocity here). */
-static double energy(const mbk_system *sys, mbk_state *s, mbk_vec3 *P)
+/* Total energy and linear momentum of a State realized to Velocity. */
+static double energy(const mbk_system *sys, const mbk_state *s, mbk_vec3 *P)
 {
     double ke = 0.0, pe = 0.0;
     mbk_spatial_vec h;
-    TRY(mbk_system_realize(sys, s, MBK_STAGE_VELOCITY));
     TRY(mbk_system_calc_energy(sys, s, &ke, &pe));
     TRY(mbk_matter_calc_system_momentum(mbk_multibody_get_matter(sys), s, &h));
     *P = h.v;
@@ -464,26 +452,32 @@ int main(void)
     const double h = 1e-3;
     const int steps = 2000;
     mbk_vec3 P0a, P0b, P;
+    TRY(mbk_system_realize(sys_a, sa, MBK_STAGE_VELOCITY));
+    TRY(mbk_system_realize(sys_b, sb, MBK_STAGE_VELOCITY));
     double E0a = energy(sys_a, sa, &P0a), E0b = energy(sys_b, sb, &P0b);
     double dEa = 0.0, dEb = 0.0, dP = 0.0;
-    for (int n = 0; n < steps; ++n) {
-        rk4_step(sys_a, sa, n * h, h);
-        rk4_step(sys_b, sb, n * h, h);
-        dEa = fmax(dEa, fabs(energy(sys_a, sa, &P) - E0a) / fabs(E0a));
+    mbk_integrator *ia = rk4_from(sys_a, sa, h), *ib = rk4_from(sys_b, sb, h);
+    for (int n = 1; n <= steps; ++n) {
+        TRY(mbk_integrator_step_to(ia, n * h)); /* one step each, landing on n h exactly */
+        TRY(mbk_integrator_step_to(ib, n * h));
+        dEa = fmax(dEa, fabs(energy(sys_a, mbk_integrator_get_state(ia), &P) - E0a) / fabs(E0a));
         dP = fmax(dP, mbk_vec3_norm(mbk_vec3_sub(P, P0a)));
-        dEb = fmax(dEb, fabs(energy(sys_b, sb, &P) - E0b) / fabs(E0b));
+        dEb = fmax(dEb, fabs(energy(sys_b, mbk_integrator_get_state(ib), &P) - E0b) / fabs(E0b));
         dP = fmax(dP, mbk_vec3_norm(mbk_vec3_sub(P, P0b)));
     }
     double dy = 0.0;
-    const double *ya = mbk_state_get_y(sa), *yb = mbk_state_get_y(sb);
-    for (int i = 0; i < TRY(mbk_state_get_ny(sa)); ++i) dy = fmax(dy, fabs(ya[i] - yb[i]));
+    const mbk_state *fa = mbk_integrator_get_state(ia);
+    const double *ya = mbk_state_get_y(fa), *yb = mbk_state_get_y(mbk_integrator_get_state(ib));
+    for (int i = 0; i < TRY(mbk_state_get_ny(fa)); ++i) dy = fmax(dy, fabs(ya[i] - yb[i]));
     printf("  energy %.12f -> %.12f; max relative drift (a) %.2e, (b) %.2e\n", E0a,
-           energy(sys_a, sa, &P), dEa, dEb);
+           energy(sys_a, fa, &P), dEa, dEb);
     printf("  max |P - P0| = %.2e (|P0| = %.2e); max |y_a - y_b| at the end = %.2e\n", dP,
            mbk_vec3_norm(P0a), dy);
     expect(dEa < 1e-10 && dEb < 1e-10, "total energy conserved to 1e-10 (relative)");
     expect(dP < 1e-12, "linear momentum conserved to 1e-12");
     expect(dy <= 1e-12, "(a) and (b) follow the same trajectory");
+    mbk_integrator_destroy(ia);
+    mbk_integrator_destroy(ib);
 
     /* 4. Step 2's parameter: a Topology change makes old States stale. */
     printf("4. the default strength is a Topology parameter of (b)\n");

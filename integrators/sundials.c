@@ -14,6 +14,12 @@
  *     error test allows (weighted RMS norm > 1).
  *   - Steps run in CV_ONE_STEP / IDA_ONE_STEP mode with the driver's stop
  *     time, so report times, scheduled events and reporters are hit exactly.
+ *   - A System with no continuous variables (ny = 0; SUNDIALS cannot take
+ *     empty vectors) gets no solver: each step goes straight to the driver's
+ *     stop time (or max_step), and witnesses, which can then depend only on
+ *     t and discrete variables, are compared at both ends and their roots
+ *     located in t by the Illinois method to about 100 ulps, as SUNDIALS'
+ *     root finding would.
  *   - SUNDIALS' messages go to mbk's error record, never to stderr. */
 #include <float.h>
 #include <math.h>
@@ -48,6 +54,7 @@ typedef struct sd_impl {
     int ny, nroots;
     int *roots, *rootdir;
     double *jac, *ybuf;
+    double *g;                 /* ny = 0: witness values at three times (3 nroots) */
     bool need_reinit, use_jac;
     long nst, netf, ncfn, nje; /* SUNDIALS counters at the last look */
     int cb_status;             /* mbk status of the last failed callback */
@@ -206,8 +213,9 @@ static void sd_free_solver(sd_impl *d)
     mbk_free(d->rootdir);
     mbk_free(d->jac);
     mbk_free(d->ybuf);
+    mbk_free(d->g);
     d->roots = d->rootdir = NULL;
-    d->jac = d->ybuf = NULL;
+    d->jac = d->ybuf = d->g = NULL;
 }
 
 /* MBK status for a SUNDIALS failure flag, with the message recorded. */
@@ -242,6 +250,7 @@ static int sd_apply_settings(sd_impl *d)
     const mbk_integrator_settings *set = &d->ig->set;
     double t0 = mbk_state_get_time(d->ig->cur);
     bool ida = d->kind == SD_IDA;
+    if (!d->mem) return MBK_OK; /* ny = 0: no solver; the empty step reads the settings */
     double maxh = isfinite(set->max_step) ? set->max_step : 0.0;
     if (ida) {
         SD_TRY(IDASStolerances(d->mem, set->rel_tol, set->abs_tol), "setting tolerances");
@@ -275,19 +284,21 @@ static int sd_setup(void *impl, mbk_integrator *ig)
     d->need_reinit = false;
     d->sd_msg[0] = d->cb_msg[0] = '\0';
     d->cb_status = 0;
-    if (d->ny == 0)
-        return mbk_set_error(MBK_EINVAL, "%s: the system has no continuous variables to integrate; use an "
-                                         "RK-family integrator for a system of events only", sd_name(d));
     size_t nr = d->nroots > 0 ? (size_t)d->nroots : 1;
     d->roots = mbk_malloc(nr * sizeof *d->roots);
     d->rootdir = mbk_malloc(nr * sizeof *d->rootdir);
-    d->jac = mbk_malloc((size_t)d->ny * (size_t)d->ny * sizeof *d->jac);
-    d->ybuf = mbk_malloc(2 * (size_t)d->ny * sizeof *d->ybuf);
-    if (!d->roots || !d->rootdir || !d->jac || !d->ybuf) return MBK_ENOMEM;
+    if (!d->roots || !d->rootdir) return MBK_ENOMEM;
     for (int i = 0; i < d->nroots; ++i) {
         mbk_event_direction dir = ig_root_direction(ig, i);
         d->rootdir[i] = dir == MBK_RISING ? 1 : dir == MBK_FALLING ? -1 : 0;
     }
+    if (d->ny == 0) { /* nothing for SUNDIALS to integrate: see sd_step_empty */
+        d->g = mbk_malloc(3 * nr * sizeof *d->g);
+        return d->g ? MBK_OK : MBK_ENOMEM;
+    }
+    d->jac = mbk_malloc((size_t)d->ny * (size_t)d->ny * sizeof *d->jac);
+    d->ybuf = mbk_malloc(2 * (size_t)d->ny * sizeof *d->ybuf);
+    if (!d->jac || !d->ybuf) return MBK_ENOMEM;
     d->y = N_VMake_Serial(d->ny, (double *)mbk_state_get_y(s), d->ctx);
     if (!d->y) return mbk_set_error(MBK_ENOMEM, "%s: could not make the state vector", sd_name(d));
     if (d->kind == SD_IDA) {
@@ -389,9 +400,78 @@ static void sd_stats(sd_impl *d)
     d->nje = nje;
 }
 
+/* Whether a witness going from a to b crosses zero in direction dir (rootdir's sign
+   convention), as the driver counts crossings for the RK family. */
+static bool sd_crossing(double a, double b, int dir)
+{
+    bool rising = a < 0 && b >= 0, falling = a > 0 && b <= 0;
+    return dir > 0 ? rising : dir < 0 ? falling : (rising || falling);
+}
+
+/* A step of a System with no continuous variables: straight to t_stop (or one maximum
+   step). Its witnesses can only change with t (and discrete variables, which only
+   handlers change), so they are compared at both ends; a crossing is narrowed with the
+   Illinois method (bisection after 12 tries) to about 100 ulps of t, and the step ends
+   just past the first one, with its roots reported to the driver. */
+static int sd_step_empty(sd_impl *d, mbk_integrator *ig, double t_stop)
+{
+    mbk_state *s = ig_upd_cur(ig);
+    const double t0 = mbk_state_get_time(s), *y = mbk_state_get_y(s);
+    double t1 = t_stop;
+    int n = d->nroots, rc;
+    if (isfinite(ig->set.max_step) && t0 + ig->set.max_step < t_stop) t1 = t0 + ig->set.max_step;
+    d->need_reinit = false;
+    ig->stats.steps_attempted++;
+    ig->stats.steps_taken++;
+    double *lo = d->g, *hi = d->g + n, *mid = d->g + 2 * n;
+    bool any = false;
+    if (n > 0) {
+        if ((rc = ig_calc_roots(ig, t0, y, lo)) < 0 || (rc = ig_calc_roots(ig, t1, y, hi)) < 0) return rc;
+        for (int i = 0; i < n && !any; ++i) any = sd_crossing(lo[i], hi[i], d->rootdir[i]);
+    }
+    if (any) {
+        double tlo = t0, thi = t1, tol = 4.0 * ig_min_step(ig, t1), alo = 1.0, ahi = 1.0;
+        int last = 0;
+        for (int iter = 0; thi - tlo > tol && iter < 200; ++iter) {
+            double tg = thi;
+            for (int i = 0; i < n; ++i) {
+                if (!sd_crossing(lo[i], hi[i], d->rootdir[i])) continue;
+                double a = alo * lo[i], b = ahi * hi[i];
+                double tc = tlo + (a == b ? 0.5 : a / (a - b)) * (thi - tlo);
+                if (tc < tg) tg = tc;
+            }
+            if (iter >= 12 || !isfinite(tg)) tg = 0.5 * (tlo + thi);
+            tg = fmin(fmax(tg, tlo + 0.5 * tol), thi - 0.5 * tol);
+            if ((rc = ig_calc_roots(ig, tg, y, mid)) < 0) return rc;
+            bool cross = false;
+            for (int i = 0; i < n && !cross; ++i) cross = sd_crossing(lo[i], mid[i], d->rootdir[i]);
+            double *spare = cross ? hi : lo; /* the end that moves to tg */
+            if (cross) {
+                thi = tg;
+                hi = mid;
+                ahi = 1.0;
+                if (last == 1) alo *= 0.5;
+                last = 1;
+            } else {
+                tlo = tg;
+                lo = mid;
+                alo = 1.0;
+                if (last == -1) ahi *= 0.5;
+                last = -1;
+            }
+            mid = spare;
+        }
+        for (int i = 0; i < n; ++i) d->roots[i] = sd_crossing(lo[i], hi[i], d->rootdir[i]);
+        ig_report_roots(ig, d->roots);
+        t1 = thi;
+    }
+    return ig_finish_in_place(ig, t1);
+}
+
 static int sd_step(void *impl, mbk_integrator *ig, double t_stop)
 {
     sd_impl *d = impl;
+    if (d->ny == 0) return sd_step_empty(d, ig, t_stop);
     mbk_state *s = ig_upd_cur(ig);
     double t0 = mbk_state_get_time(s);
     int rc;

@@ -1,6 +1,8 @@
 /* Minimal test harness shared by the C tests: each CHECK counts one
  * assertion; mbk_test_finish() prints "N passed, N failed" and returns the
- * process exit code. */
+ * process exit code. mbk_test_rk4() starts the library's fixed-step RK4 for
+ * tests that integrate a model (none writes its own stepping loop); it is
+ * there when mbk/integrator.h is included before this header. */
 #ifndef MBK_TEST_H
 #define MBK_TEST_H
 
@@ -44,6 +46,31 @@ static inline int mbk_test_close(double a, double b, double tol)
             fprintf(stderr, "    %.17g vs %.17g (diff %.3g)\n", mbk_t_a_, mbk_t_b_,  \
                     mbk_t_a_ - mbk_t_b_);                                          \
     } while (0)
+
+#ifdef MBK_INTEGRATOR_H /* tests that include mbk/integrator.h (or mbk/mbk.h) first */
+#include "mbk/status.h"
+
+/* The library's classical RK4 with fixed step h, started from s (copied, realized and
+   projected with constraint_tol, as after every step; a tolerance the errors never
+   reach leaves the constraints alone). For tests that integrate a model and look at
+   every step: advance with mbk_integrator_step_to(ig, t0 + n * h), which lands each
+   step on that time exactly, and read mbk_integrator_get_state. NULL, with a failed
+   check and the library's message, if any call fails. */
+#define mbk_test_rk4(sys, s, h, constraint_tol) mbk_test_rk4_at((sys), (s), (h), (constraint_tol), __FILE__, __LINE__)
+static inline mbk_integrator *mbk_test_rk4_at(const mbk_system *sys, const mbk_state *s, double h,
+                                              double constraint_tol, const char *file, int line)
+{
+    mbk_integrator *ig = mbk_integrator_create_rk4(sys);
+    if (ig && mbk_integrator_set_fixed_step(ig, h) == MBK_OK &&
+        mbk_integrator_set_constraint_tolerance(ig, constraint_tol) == MBK_OK &&
+        mbk_integrator_initialize(ig, s) == MBK_OK)
+        return ig;
+    mbk_test_record(0, file, line, "mbk_test_rk4: create, set up and initialize the library's RK4");
+    fprintf(stderr, "    %s\n", mbk_last_error());
+    mbk_integrator_destroy(ig);
+    return NULL;
+}
+#endif
 
 static inline int mbk_test_finish(void)
 {

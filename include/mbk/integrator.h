@@ -31,7 +31,11 @@
  *     they are hit exactly (the last step before one is shortened);
  *   - no heap allocation per step after mbk_integrator_initialize (except
  *     when an event handler changes a Model- or Instance-stage variable,
- *     which re-lays out the State).
+ *     which re-lays out the State);
+ *   - a System with no state variables (ny = 0) integrates with every one of
+ *     them: time advances, scheduled events, triggered events (witnesses of
+ *     t only) and reporters run as usual (CVODE and IDA then set up no
+ *     SUNDIALS solver; docs/integrators.md section 3).
  *
  * Events (mbk/events.h): triggered events are located to the event
  * tolerance (CVODE and IDA: by their own root finding, to about 100 ulp of

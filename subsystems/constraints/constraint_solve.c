@@ -90,7 +90,21 @@ int ct_topology(mbk_matter *m, mbk_state *s)
     size_t off[12];
     mbk_value_type ws = mbk_value_bytes(ws_layout(m, off), 64);
     ct_of(m)->cache_solve = mbk_state_allocate_lazy_cache(s, m->sub, MBK_STAGE_TOPOLOGY, &ws, NULL);
-    return ct_of(m)->cache_slots < 0 || ct_of(m)->cache_solve < 0 ? mbk_last_status() : MBK_OK;
+    /* the constrained bodies' kinematics in their ancestor frames, one slot per body of
+       each constraint: poses at Position, velocities and velocity products at Velocity */
+    ct_set *cs = ct_of(m);
+    int nkin = 0;
+    for (int i = 0; i < cs->ncons; ++i) {
+        cs->cons[i].kin0 = nkin;
+        nkin += cs->cons[i].nb;
+    }
+    size_t nslot = (size_t)(nkin > 0 ? nkin : 1);
+    mbk_value_type poses = mbk_value_bytes(nslot * sizeof(mbk_transform), 64);
+    mbk_value_type vels = mbk_value_bytes(nslot * sizeof(ct_body_vel), 64);
+    cs->cache_pose = mbk_state_allocate_cache(s, m->sub, MBK_STAGE_POSITION, MBK_STAGE_POSITION, &poses, NULL);
+    cs->cache_vel = mbk_state_allocate_cache(s, m->sub, MBK_STAGE_VELOCITY, MBK_STAGE_VELOCITY, &vels, NULL);
+    return cs->cache_slots < 0 || cs->cache_solve < 0 || cs->cache_pose < 0 || cs->cache_vel < 0 ? mbk_last_status()
+                                                                                                 : MBK_OK;
 }
 
 /* ------------------------------------------------------------------ */

@@ -151,53 +151,43 @@ int ct_attach(mbk_matter *m)
 
 double mbk_constraint_args_get_time(const mbk_constraint_args *a) { return mbk_state_get_time(a->s); }
 
-mbk_transform mbk_constraint_get_body_transform(const mbk_constraint_args *a, int i)
+/* The accessors read each constrained body's kinematics in A from the caches that
+   Position (poses) and Velocity (velocities, velocity products) fill once per
+   realization; see ct_cache_poses and ct_cache_velocities below. */
+
+/* The cached pose X_AB of the constraint's body i. */
+static const mbk_transform *kin_pose(const mbk_constraint_args *a, int i)
 {
-    const mt_pos *pos = mt_cache(a->m, a->s, C_POS);
-    return mbk_transform_compose(mbk_transform_invert(pos[a->c->ancestor].X_GB), pos[a->c->body[i]].X_GB);
+    const mbk_transform *X = mbk_state_upd_cache(a->s, a->m->sub, ct_of(a->m)->cache_pose);
+    return X + a->c->kin0 + i;
 }
 
-/* Velocity of body b's origin relative to the ancestor, expressed in G. */
-static mbk_spatial_vec rel_velocity_G(const mbk_constraint_args *a, int b)
+/* The cached velocity and velocity products of the constraint's body i. */
+static const ct_body_vel *kin_vel(const mbk_constraint_args *a, int i)
 {
-    const mt_pos *pos = mt_cache(a->m, a->s, C_POS);
-    const mt_vel *vel = mt_cache(a->m, a->s, C_VEL);
-    int A = a->c->ancestor;
-    mbk_spatial_vec VA = vel[A].V_GB, VB = vel[b].V_GB;
-    mbk_vec3 r = mbk_vec3_sub(pos[b].X_GB.p, pos[A].X_GB.p);
-    mbk_spatial_vec V;
-    V.w = mbk_vec3_sub(VB.w, VA.w);
-    V.v = mbk_vec3_sub(mbk_vec3_sub(VB.v, VA.v), mbk_vec3_cross(VA.w, r));
-    return V;
+    const ct_body_vel *kv = mbk_state_upd_cache(a->s, a->m->sub, ct_of(a->m)->cache_vel);
+    return kv + a->c->kin0 + i;
 }
 
-mbk_spatial_vec mbk_constraint_get_body_velocity(const mbk_constraint_args *a, int i)
-{
-    const mt_pos *pos = mt_cache(a->m, a->s, C_POS);
-    mbk_mat33 R_GA = pos[a->c->ancestor].X_GB.R;
-    mbk_spatial_vec V = rel_velocity_G(a, a->c->body[i]);
-    V.w = mbk_mat33_transpose_mul_vec(R_GA, V.w);
-    V.v = mbk_mat33_transpose_mul_vec(R_GA, V.v);
-    return V;
-}
+mbk_transform mbk_constraint_get_body_transform(const mbk_constraint_args *a, int i) { return *kin_pose(a, i); }
 
+mbk_spatial_vec mbk_constraint_get_body_velocity(const mbk_constraint_args *a, int i) { return kin_vel(a, i)->V_AB; }
+
+/* The second derivative of B's origin taken in the moving frame A: the trial
+   accelerations' part here, the velocity products from the Velocity cache. */
 mbk_spatial_vec mbk_constraint_get_body_acceleration(const mbk_constraint_args *a, int i)
 {
     const mt_pos *pos = mt_cache(a->m, a->s, C_POS);
-    const mt_vel *vel = mt_cache(a->m, a->s, C_VEL);
+    const ct_body_vel *kv = kin_vel(a, i);
     int A = a->c->ancestor, b = a->c->body[i];
-    mbk_spatial_vec AA = a->A[A], AB = a->A[b], VA = vel[A].V_GB, VB = vel[b].V_GB;
-    mbk_vec3 r = mbk_vec3_sub(pos[b].X_GB.p, pos[A].X_GB.p), w = VA.w;
-    mbk_vec3 v_rel = mbk_vec3_sub(mbk_vec3_sub(VB.v, VA.v), mbk_vec3_cross(w, r));
-    /* second derivative taken in the moving frame A */
-    mbk_spatial_vec R;
-    R.w = mbk_vec3_sub(mbk_vec3_sub(AB.w, AA.w), mbk_vec3_cross(w, VB.w));
-    R.v = mbk_vec3_sub(mbk_vec3_sub(AB.v, AA.v), mbk_vec3_cross(AA.w, r));
-    R.v = mbk_vec3_sub(R.v, mbk_vec3_cross(w, mbk_vec3_cross(w, r)));
-    R.v = mbk_vec3_sub(R.v, mbk_vec3_scale(mbk_vec3_cross(w, v_rel), 2.0));
+    mbk_spatial_vec AA = a->A[A], AB = a->A[b];
+    mbk_vec3 r = mbk_vec3_sub(pos[b].X_GB.p, pos[A].X_GB.p);
+    mbk_vec3 dw = mbk_vec3_sub(AB.w, AA.w);
+    mbk_vec3 dv = mbk_vec3_sub(mbk_vec3_sub(AB.v, AA.v), mbk_vec3_cross(AA.w, r));
     mbk_mat33 R_GA = pos[A].X_GB.R;
-    R.w = mbk_mat33_transpose_mul_vec(R_GA, R.w);
-    R.v = mbk_mat33_transpose_mul_vec(R_GA, R.v);
+    mbk_spatial_vec R;
+    R.w = mbk_vec3_add(mbk_mat33_transpose_mul_vec(R_GA, dw), kv->A_bias.w);
+    R.v = mbk_vec3_add(mbk_mat33_transpose_mul_vec(R_GA, dv), kv->A_bias.v);
     return R;
 }
 
@@ -423,14 +413,65 @@ int ct_instance(const mbk_matter *m, mbk_state *s)
     return MBK_OK;
 }
 
+/* X_AB of every enabled constraint's bodies, X_GA inverted once per constraint. */
+static void ct_cache_poses(const mbk_matter *m, const mbk_state *s)
+{
+    const int *on = ct_enabled(m, s);
+    const mt_pos *pos = mt_cache(m, s, C_POS);
+    mbk_transform *X = mbk_state_upd_cache(s, m->sub, ct_of(m)->cache_pose);
+    for (int i = 0; i < ct_of(m)->ncons; ++i) {
+        const mt_constraint *c = &ct_of(m)->cons[i];
+        if (!on[i] || c->nb == 0) continue;
+        mbk_transform X_AG = mbk_transform_invert(pos[c->ancestor].X_GB);
+        for (int k = 0; k < c->nb; ++k) X[c->kin0 + k] = mbk_transform_compose(X_AG, pos[c->body[k]].X_GB);
+    }
+}
+
+/* Velocities in A of every enabled constraint's bodies and the velocity products of
+   their accelerations in A: with w the angular velocity of A, r = p_B - p_A and v_rel
+   the velocity of B's origin seen in A (all in G),
+       A_bias = R_GA^T (-w x w_B, -w x (w x r) - 2 w x v_rel). */
+static void ct_cache_velocities(const mbk_matter *m, const mbk_state *s)
+{
+    const int *on = ct_enabled(m, s);
+    const mt_pos *pos = mt_cache(m, s, C_POS);
+    const mt_vel *vel = mt_cache(m, s, C_VEL);
+    ct_body_vel *kv = mbk_state_upd_cache(s, m->sub, ct_of(m)->cache_vel);
+    for (int i = 0; i < ct_of(m)->ncons; ++i) {
+        const mt_constraint *c = &ct_of(m)->cons[i];
+        if (!on[i] || c->nb == 0) continue;
+        int A = c->ancestor;
+        mbk_mat33 R_GA = pos[A].X_GB.R;
+        mbk_spatial_vec VA = vel[A].V_GB;
+        mbk_vec3 w = VA.w;
+        for (int k = 0; k < c->nb; ++k) {
+            int b = c->body[k];
+            mbk_spatial_vec VB = vel[b].V_GB;
+            mbk_vec3 r = mbk_vec3_sub(pos[b].X_GB.p, pos[A].X_GB.p);
+            mbk_vec3 w_rel = mbk_vec3_sub(VB.w, VA.w);
+            mbk_vec3 v_rel = mbk_vec3_sub(mbk_vec3_sub(VB.v, VA.v), mbk_vec3_cross(w, r));
+            mbk_vec3 bw = mbk_vec3_neg(mbk_vec3_cross(w, VB.w));
+            mbk_vec3 bv = mbk_vec3_add(mbk_vec3_cross(w, mbk_vec3_cross(w, r)),
+                                       mbk_vec3_scale(mbk_vec3_cross(w, v_rel), 2.0));
+            ct_body_vel *o = &kv[c->kin0 + k];
+            o->V_AB.w = mbk_mat33_transpose_mul_vec(R_GA, w_rel);
+            o->V_AB.v = mbk_mat33_transpose_mul_vec(R_GA, v_rel);
+            o->A_bias.w = mbk_mat33_transpose_mul_vec(R_GA, bw);
+            o->A_bias.v = mbk_vec3_neg(mbk_mat33_transpose_mul_vec(R_GA, bv));
+        }
+    }
+}
+
 int ct_position(const mbk_matter *m, const mbk_state *s)
 {
+    ct_cache_poses(m, s);
     if (ct_slots(m, s)->mp == 0) return MBK_OK;
     return ct_eval(m, s, 0, NULL, NULL, mbk_state_upd_subsystem_qerr(s, m->sub));
 }
 
 int ct_velocity(const mbk_matter *m, const mbk_state *s)
 {
+    ct_cache_velocities(m, s);
     const mt_cslots *sl = ct_slots(m, s);
     if (sl->mp + sl->mv == 0) return MBK_OK;
     return ct_eval(m, s, 1, NULL, NULL, mbk_state_upd_subsystem_uerr(s, m->sub));

@@ -18,6 +18,7 @@ typedef struct mt_constraint {
     int mob_body[MT_MAX_CBODIES]; /* body of each */
     int mob_coord[MT_MAX_CBODIES];/* coordinate within that body's mobilizer */
     int ancestor;                 /* nearest common ancestor of everything it names */
+    int kin0;                     /* its bodies' first slot in the cache_pose and cache_vel entries */
 } mt_constraint;
 
 /* Where each enabled constraint's equations sit (Instance stage): starts within
@@ -36,6 +37,8 @@ typedef struct ct_set {
     int lwork;             /* LAPACK workspace size for the m x m solves */
     int cache_slots;       /* cache entry: mt_cslots and the slot starts (Instance) */
     int cache_solve;       /* cache entry: the solve work space (lazy, never valid) */
+    int cache_pose;        /* cache entry: constrained bodies' X_AB (Position), from kin0 */
+    int cache_vel;         /* cache entry: their ct_body_vel (Velocity), from kin0 */
 } ct_set;
 
 /* The constraint data of m (installed by ct_attach). */
@@ -50,6 +53,13 @@ struct mbk_constraint_args {
     const mbk_spatial_vec *A;  /* body accelerations in G (acceleration level), else NULL */
     const double *udot;        /* udot giving A (acceleration level), else NULL */
 };
+
+/* Velocity-stage kinematics of one constrained body relative to its constraint's
+   ancestor A, both in A (cache_vel; cache_pose holds its pose X_AB from Position). */
+typedef struct ct_body_vel {
+    mbk_spatial_vec V_AB;   /* velocity of B's origin as seen in A */
+    mbk_spatial_vec A_bias; /* the velocity-product part of its acceleration in A */
+} ct_body_vel;
 
 /* Views of the solve work space (one cache blob, sized at Topology). */
 typedef struct ct_solve_ws {
