@@ -193,15 +193,17 @@ int ct_solve(const mbk_matter *m, const mbk_state *s, double *udot, mbk_spatial_
         for (int i = 0; i < m->nu; ++i) udot[i] -= w.X[(size_t)j * (size_t)m->nu + i] * w.lambda[j];
     ct_accel_kinematics(m, s, udot, A);
     if ((rc = ct_eval(m, s, 2, A, udot, udoterr)) < 0) return rc;
-    /* A least-squares solution that leaves errors behind means the equations conflict,
-       unless what is left is round-off of an ill-conditioned solve (long chains of
-       couplers): a backward-stable solve leaves about mt eps |W| |lambda|. */
+    /* A least-squares solution that leaves errors behind means the equations conflict.
+       At full rank they cannot: what is left is the round-off of an ill-conditioned
+       solve (long chains of couplers). Below full rank, the errors must be within the
+       round-off a backward-stable solve leaves, about mt eps |W| |lambda|. */
     double scale = 1.0 + max_abs(w.e0, mt), left = max_abs(udoterr, mt);
-    double roundoff = 1e3 * mt * DBL_EPSILON * (W_max * max_abs(w.lambda, mt) + scale);
-    if (!(left <= 1e-8 * scale || left <= roundoff))
-        return mbk_set_error(MBK_ESINGULAR, "constraints are inconsistent: after the solve, acceleration "
-                             "errors of %.3g remain (rank %d of %d; round-off would leave at most %.3g); "
-                             "remove or disable conflicting constraints", left, sl->rank, mt, roundoff);
+    double roundoff = 16.0 * mt * DBL_EPSILON * (W_max * max_abs(w.lambda, mt) + scale);
+    if (sl->rank < mt && !(left <= 1e-8 * scale || left <= roundoff))
+        return mbk_set_error(MBK_ESINGULAR, "constraints are inconsistent or too ill-conditioned to solve: "
+                             "after the solve, acceleration errors of %.3g remain (rank %d of %d; round-off "
+                             "would leave at most %.3g); remove or disable conflicting or redundant "
+                             "constraints", left, sl->rank, mt, roundoff);
     memcpy(mult, w.lambda, (size_t)mt * sizeof(double));
     return MBK_OK;
 }
