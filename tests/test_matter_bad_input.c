@@ -653,12 +653,13 @@ static void check_singular(mbk_system *sys, const char *what, int line)
     snap before, after;
     take(&before, s);
 
+    /* Dynamics needs only the forces (the articulated inertias are lazy): it succeeds,
+       and inverse dynamics works; Acceleration is refused. */
     snprintf(buf, sizeof buf, "%s: realize Dynamics", what);
-    mbk_clear_error();
-    refused(mbk_system_realize(sys, s, MBK_STAGE_DYNAMICS), MBK_ESINGULAR, "singular", buf, line);
+    mbk_test_record(mbk_system_realize(sys, s, MBK_STAGE_DYNAMICS) == MBK_OK, __FILE__, line, buf);
     take(&after, s);
-    snprintf(buf, sizeof buf, "%s: State still at Velocity, unchanged", what);
-    mbk_test_record(after.stage == MBK_STAGE_VELOCITY && after.have_qdot && !after.have_udot &&
+    snprintf(buf, sizeof buf, "%s: State at Dynamics, variables unchanged", what);
+    mbk_test_record(after.stage == MBK_STAGE_DYNAMICS && after.have_qdot && !after.have_udot &&
                     memcmp(after.y, before.y, sizeof after.y) == 0, __FILE__, line, buf);
 
     snprintf(buf, sizeof buf, "%s: realize Acceleration", what);

@@ -131,13 +131,16 @@ int mt_realize_abi(const mbk_matter *m, const mbk_state *s)
     return MBK_OK;
 }
 
-/* Forces accumulate during Dynamics: matter (first) zeroes them. */
+/* Forces accumulate during Dynamics: matter (first) zeroes them. The articulated-body
+   inertias are not computed here: they are a lazy cache entry, paid by Acceleration,
+   M^-1 v and whoever else needs them, so that inverse dynamics (which needs only the
+   forces) does not pay for them (as in Simbody). */
 int mt_realize_dynamics(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 {
     (void)c;
     const mbk_matter *m = impl;
     memset(mt_cache(m, s, C_FORCES), 0, forces_bytes(m));
-    return mt_realize_abi(m, s) < 0 ? MBK_ESINGULAR : 0;
+    return 0;
 }
 
 /* The articulated-body sweeps: udot from mobility forces tau, body forces F
@@ -230,6 +233,7 @@ int mt_realize_acceleration(void *impl, const mbk_subsystem_ctx *c, mbk_state *s
     const double *tau = mt_mobility_forces(F, m->nb);
     mbk_spatial_vec *A = mt_cache(m, s, C_ACC), *z = A + m->nb;
     double *udot = mbk_state_upd_subsystem_udot(s, m->sub);
+    if (mt_realize_abi(m, s) < 0) return MBK_ESINGULAR;
     mt_aba_solve(m, s, tau, F, true, A, z, udot);
     if (m->con_hooks) {
         int rc = m->con_hooks->solve(m, s, udot, A);
