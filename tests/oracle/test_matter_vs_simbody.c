@@ -337,7 +337,7 @@ static void check_mobilizer_alone(int kind, int euler)
     /* Central differences along (qdot, udot): X_FM gives V_FM, V_FM gives A_FM, qdot gives qdotdot. */
     step_to(sys, m, s, &b, FD_H, &p);
     step_to(sys, m, s, &b, -FD_H, &n);
-    double fdV[6], fdA[6], fdq[7];
+    double fdV[6], fdA[6], fdq[7] = {0};
     mbk_mat33 Rd = mbk_mat33_scale(mbk_mat33_sub(p.X.R, n.X.R), 0.5 / FD_H);
     mbk_mat33 Wx = mbk_mat33_mul_transpose(Rd, b.X.R); /* skew(w) */
     fdV[0] = 0.5 * (Wx.m[2][1] - Wx.m[1][2]);
