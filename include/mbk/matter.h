@@ -16,6 +16,11 @@
 #include "mbk/mobilizer.h"
 #include "mbk/system.h"
 
+/* Declarations here are the public API: exported from the shared library, whose
+   other symbols are hidden (CMakeLists.txt, "symbol visibility"). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -140,5 +145,8 @@ int mbk_matter_calc_system_momentum(const mbk_matter *m, const mbk_state *s, mbk
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 #endif

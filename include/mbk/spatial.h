@@ -7,6 +7,11 @@
 #include <float.h>
 #include <math.h>
 
+/* Declarations here are the public API: exported from the shared library, whose
+   other symbols are hidden (CMakeLists.txt, "symbol visibility"). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -753,5 +758,8 @@ static inline int mbk_mass_props_is_valid(mbk_mass_props mp)
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 #endif

@@ -7,6 +7,11 @@
 #ifndef MBK_STATUS_H
 #define MBK_STATUS_H
 
+/* Declarations here are the public API: exported from the shared library, whose
+   other symbols are hidden (CMakeLists.txt, "symbol visibility"). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -46,5 +51,8 @@ int mbk_set_error(int status, const char *fmt, ...)
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 #endif

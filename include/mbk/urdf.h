@@ -35,6 +35,11 @@
 #include "mbk/system.h"
 #include "mbk/spatial.h"
 
+/* Declarations here are the public API: exported from the shared library, whose
+   other symbols are hidden (CMakeLists.txt, "symbol visibility"). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -103,5 +108,8 @@ const char *mbk_urdf_get_robot_name(const mbk_system *sys);
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 #endif
