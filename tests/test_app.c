@@ -31,7 +31,12 @@ static void slurp(const char *path, char *buf, size_t cap)
 static void run(result *r, const char *args)
 {
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >'%s/out.txt' 2>'%s/err.txt'", dir, bin, args, dir, dir);
+    /* under timeout(1) where there is one: a program that blocks (on a FIFO given
+       as the model, say) fails the test instead of hanging it (exit 124) */
+    static int have_timeout = -1;
+    if (have_timeout < 0) have_timeout = system("timeout 5 true >/dev/null 2>&1") == 0;
+    snprintf(cmd, sizeof cmd, "cd '%s' && %s'%s' %s >'%s/out.txt' 2>'%s/err.txt'", dir,
+             have_timeout ? "timeout -k 5 60 " : "", bin, args, dir, dir);
     int st = system(cmd);
     r->code = st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128;
     char path[512];
@@ -65,7 +70,10 @@ static void expect_usage_error(const char *args, const char *message)
 {
     result r;
     run(&r, args);
-    if (!CHECK(r.code == 2) | !CHECK(has(r.err, message)) | !CHECK(r.out[0] == '\0'))
+    int ok = CHECK(r.code == 2);
+    ok &= CHECK(has(r.err, message));
+    ok &= CHECK(r.out[0] == '\0');
+    if (!ok)
         fprintf(stderr, "  mbk %s -> %d\n  stderr: %s\n", args, r.code, r.err);
 }
 
@@ -200,6 +208,20 @@ int main(int argc, char **argv)
     }
     run(&r, "info bad.urdf");
     CHECK(r.code == 1 && has(r.err, "bad.urdf:3: <joint name=\"j\">: unknown joint type 'hinge'"));
+    /* a model path that is not a regular file: refused at once (a FIFO used to block forever) */
+    snprintf(path, sizeof path, "%s/pipe.urdf", dir);
+    if (CHECK(mkfifo(path, 0600) == 0)) {
+        run(&r, "run pipe.urdf --t-final 0.1 --output none --plot none");
+        if (!CHECK(r.code == 1 && has(r.err, "pipe.urdf") && has(r.err, "it is a FIFO") &&
+                   has(r.err, "expected a regular file")))
+            fprintf(stderr, "  run pipe.urdf -> %d\n  stderr: %s\n", r.code, r.err);
+        run(&r, "info pipe.urdf");
+        CHECK(r.code == 1 && has(r.err, "it is a FIFO"));
+    }
+    run(&r, "run . --t-final 0.1 --output none --plot none");
+    CHECK(r.code == 1 && has(r.err, "it is a directory") && !has(r.err, "read error"));
+    run(&r, "run missing.urdf --t-final 0.1 --output none --plot none");
+    CHECK(r.code == 1 && has(r.err, "missing.urdf") && has(r.err, "no such file"));
     /* a robot with nothing to move still runs */
     snprintf(path, sizeof path, "%s/fixed.urdf", dir);
     fb = fopen(path, "w");

@@ -23,7 +23,9 @@
  * floating_base.
  *
  * Errors: MBK_EINVAL for bad arguments, MBK_EIO when the file cannot be
- * read, MBK_EPARSE for malformed or unsupported input. The message names
+ * read (missing, unreadable, or not a regular file: a directory, FIFO,
+ * device or socket is refused before reading, so the call never blocks),
+ * MBK_EPARSE for malformed or unsupported input. The message names
  * the file, the line, the element and what is wrong, e.g.
  *     "arm.urdf:42: <joint name="elbow">: parent link 'uper_arm' does not exist".
  * Nothing is built on failure (*out is NULL). The loader never prints. */
