@@ -42,6 +42,7 @@ typedef struct app_model_options {
     bool floating_base;        /* URDF: mount the root link on a Free mobilizer */
     bool no_limits;            /* URDF: no joint-limit stops */
     bool no_damping;           /* URDF: no joint dampers */
+    size_t max_urdf_bytes;     /* URDF: largest file accepted (0: the library's default, 16 MiB) */
 } app_model_options;
 
 /* Load a model by name (NULL: the default, builtin:chain:5); prints the reason
@@ -72,9 +73,15 @@ const char *app_integrator_default(void);
 const char *app_integrator_names(void);
 /* Whether a name is known (accepted by --integrator). */
 bool app_integrator_known(const char *name);
-/* Create, set accuracy (and fixed step when step > 0) and initialize from s0. */
+/* Whether the integrator takes a fixed step (--step): false for the variable-step
+   SUNDIALS ones. */
+bool app_integrator_fixed_step_ok(const char *name);
+/* The library's limit on steps per mbk_integrator_step_to call (--max-steps default). */
+long app_integrator_default_max_steps(void);
+/* Create, set accuracy (and fixed step when step > 0, the step limit per output
+   interval when max_steps > 0) and initialize from s0. */
 app_integrator *app_integrator_start(const mbk_system *sys, const char *name, double accuracy,
-                                     double step, const mbk_state *s0);
+                                     double step, long max_steps, const mbk_state *s0);
 /* Advance to t; the current State is then app_integrator_state(). <0 on failure
    (mbk_last_error() says why). */
 int app_integrator_step_to(app_integrator *ig, double t);
@@ -104,6 +111,10 @@ int app_bench(const app_model *m, double seconds_per_test);
 
 /* ---- helpers ---- */
 double app_now(void);          /* monotonic wall time in seconds */
-int app_fail(const char *what); /* prints mbk_last_error(); returns APP_FAIL */
+int app_fail(const char *what); /* prints mbk_last_error() (and app_hint); returns APP_FAIL */
+/* The program's own words for the library settings a message names (the step limit,
+   the URDF size limit): one "mbk: hint: ..." line on stderr per setting, naming the
+   option that changes it. Nothing when the message names none. */
+void app_hint(const char *message);
 
 #endif

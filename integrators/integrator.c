@@ -391,7 +391,7 @@ int mbk_integrator_initialize(mbk_integrator *ig, const mbk_state *initial)
 /* A failure: for an in-place step, go back to the backup taken before it. */
 static int failed(mbk_integrator *ig, int rc, bool restore, const char *fn)
 {
-    char msg[512];
+    char msg[MBK_ERROR_MAX];
     snprintf(msg, sizeof msg, "%s", mbk_last_error());
     if (rc >= 0) rc = MBK_EINTEGRATOR;
     if (restore && (ig->flags & IG_IN_PLACE)) {
@@ -400,8 +400,10 @@ static int failed(mbk_integrator *ig, int rc, bool restore, const char *fn)
     }
     ig->prev_valid = false;
     ig_read_witnesses(ig, ig->cur, ig->w0);
-    return mbk_set_error(rc, "%s (%s): %s; the integrator's State is the last good one, at t = %.17g",
-                         fn, ig->ops.name, msg, mbk_state_get_time(ig->cur));
+    /* what happened to the State first: the cause after it may be long */
+    return mbk_set_error(rc, "%s (%s): stopped; the integrator's State is the last good one, at t = %.17g. "
+                             "Cause: %s",
+                         fn, ig->ops.name, mbk_state_get_time(ig->cur), msg);
 }
 
 static int step_failed(mbk_integrator *ig, int rc, const char *fn) { return failed(ig, rc, false, fn); }
@@ -521,9 +523,10 @@ static int drive(mbk_integrator *ig, double t_report, bool one_step, const char 
         bool term = false;
         if (any_fired || sched_due) {
             if ((rc = ig_handle_events(ig, t1, sched_due, &nhandled, &term)) < 0)
-                return mbk_set_error(rc, "%s (%s): %s; the integrator's State is the last good one, at "
-                                         "t = %.17g, before the handlers ran",
-                                     fn, ig->ops.name, mbk_last_error(), t1);
+                return mbk_set_error(rc, "%s (%s): stopped in the event handlers; the integrator's State "
+                                         "is the last good one, at t = %.17g, before the handlers ran. "
+                                         "Cause: %s",
+                                     fn, ig->ops.name, t1, mbk_last_error());
         } else if (!in_place && ig->nw > 0) {
             double *tmp = ig->w0;
             ig->w0 = ig->w1;

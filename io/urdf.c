@@ -83,7 +83,7 @@ typedef struct ur_ctx {
     int depth;
     unsigned char kind[UR_MAX_DEPTH];
     int status;            /* first error (0: none) */
-    char msg[1024];
+    char msg[MBK_ERROR_MAX];
     /* string pool: offset 0 is "" */
     char *pool;
     size_t pool_len, pool_cap;
@@ -622,8 +622,18 @@ static int check_inertial(ur_ctx *c, const ur_link *l)
     if (!l->inertia_line) return fail(c, MBK_EPARSE, l->inertial_line, wh, "<inertia> is missing");
     mbk_mat33 I = inertia_matrix(l->I);
     double ev[3], s = mbk_mat33_max_abs(I);
-    eig_sym3(l->I, ev);
+    if (l->mass > MBK_MASS_PROPS_MAX)
+        return fail(c, MBK_EPARSE, l->mass_line, where_in(&w, "mass", "link", str(c, l->name)),
+                    "the mass %g kg is too large to check and simulate: the limit is %g kg (MBK_MASS_PROPS_MAX), "
+                    "beyond which products of masses, inertias and distances overflow; use larger units",
+                    l->mass, MBK_MASS_PROPS_MAX);
     wh = where_in(&w, "inertia", "link", str(c, l->name));
+    if (s > MBK_MASS_PROPS_MAX)
+        return fail(c, MBK_EPARSE, l->inertia_line, wh,
+                    "the inertia (largest entry %g kg m^2) is too large to check and simulate: the limit is %g "
+                    "kg m^2 (MBK_MASS_PROPS_MAX), beyond which its minors and the dynamics overflow; use larger "
+                    "units", s, MBK_MASS_PROPS_MAX);
+    eig_sym3(l->I, ev);
     if (l->mass > 0 && !mbk_mat33_is_spd(I))
         return fail(c, MBK_EPARSE, l->inertia_line, wh,
                     "the inertia is not positive definite (principal moments %.6g, %.6g, %.6g); a body "

@@ -169,6 +169,7 @@ int main(int argc, char **argv)
     CHECK(r.code == 0);
     static const char *const documented[] = {"--t-final", "--integrator", "--accuracy", "--step", "--gravity",
                                              "--q0", "--u0", "--output", "--plot", "--interval", "--quiet",
+                                             "--max-steps", "--max-urdf-bytes",
                                              "--floating-base", "builtin:chain:N", "builtin:tree:D",
                                              "builtin:fourbar", "Exit status"};
     for (size_t i = 0; i < sizeof documented / sizeof *documented; ++i) CHECK(has(r.out, documented[i]));
@@ -188,7 +189,20 @@ int main(int argc, char **argv)
     expect_usage_error("run --accuracy 2", "--accuracy must be in (0, 1)");
     expect_usage_error("run --integrator nope", "unknown integrator 'nope'");
     expect_usage_error("run --gravity 1,2", "--gravity needs X,Y,Z");
-    expect_usage_error("run --q0 1,2", "--q0 needs 5 comma-separated numbers");
+    expect_usage_error("run --q0 1,2", "--q0 needs 5 comma-separated numbers for this model (nq = 5), got 2");
+    /* a value that is not finite is named, not miscounted ("needs 5 numbers" when 5 were given) */
+    expect_usage_error("run --q0 1,2,nan,4,5", "--q0: value 3 ('nan') is not a finite number");
+    expect_usage_error("run --u0 0,0,0,0,inf", "--u0: value 5 ('inf') is not a finite number");
+    expect_usage_error("run --q0 0,0,0,0,-1e999", "value 5 ('-1e999') is not a finite number");
+    expect_usage_error("run --q0 1,x,3,4,5", "--q0: value 2 ('x') is not a number");
+    expect_usage_error("run --q0 joint2=nan", "joint 'joint2': value 1 ('nan') is not a finite number");
+    expect_usage_error("run --gravity 0,0,nan", "--gravity: value 3 ('nan') is not a finite number");
+    run(&r, "run --q0 1,2,nan,4,5");
+    CHECK(!has(r.err, "needs 5"));
+    /* settings the library's advice names have program flags */
+    expect_usage_error("run --max-steps 0", "--max-steps needs a whole number");
+    expect_usage_error("run --max-urdf-bytes -5", "--max-urdf-bytes needs a whole number");
+    expect_usage_error("run --integrator ida --step 0.01", "--step: ida chooses its own steps");
     expect_usage_error("run --q0 knee=1", "no joint named 'knee'");
     expect_usage_error("run --q0 joint1=1:2", "joint 'joint1' has 1 q");
     expect_usage_error("run builtin:chain:0", "N must be an integer");
@@ -233,6 +247,20 @@ int main(int argc, char **argv)
     CHECK(r.code == 0 && has(r.out, "nq = 0, nu = 0") && has(r.out, "no state variables"));
     run(&r, "info bad.urdf");
     CHECK(r.code == 1 && has(r.err, "bad.urdf:3: <joint name=\"j\">: unknown joint type 'hinge'"));
+    /* the step limit: the library names mbk_integrator_set_max_steps, the program its own flag */
+    run(&r, "run --t-final 1 --interval 1 --max-steps 2 --output none --plot none");
+    if (!CHECK(r.code == 1 && has(r.err, "took 2 steps") && has(r.err, "mbk: hint:") && has(r.err, "--max-steps N")))
+        fprintf(stderr, "  --max-steps 2 -> %d\n  stderr: %s\n", r.code, r.err);
+    run(&r, "run --t-final 1 --interval 1 --max-steps 1000000 --output none --plot none");
+    CHECK(r.code == 0);
+    /* the URDF size limit likewise */
+    snprintf(args, sizeof args, "info '%s/arm7.urdf' --max-urdf-bytes 100", models);
+    run(&r, args);
+    if (!CHECK(r.code == 1 && has(r.err, "larger than the limit of 100 bytes") && has(r.err, "--max-urdf-bytes N")))
+        fprintf(stderr, "  --max-urdf-bytes 100 -> %d\n  stderr: %s\n", r.code, r.err);
+    snprintf(args, sizeof args, "info '%s/arm7.urdf' --max-urdf-bytes 100000", models);
+    run(&r, args);
+    CHECK(r.code == 0);
     run(&r, "run builtin:chain:2 --t-final 0.1 --output /nonexistent-dir/x/y.csv --plot none");
     CHECK(r.code == 1 && has(r.err, "cannot write /nonexistent-dir/x/y.csv"));
 

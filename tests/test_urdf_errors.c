@@ -33,7 +33,16 @@ typedef struct bad_case {
     const char *expect[3]; /* substrings of the message */
 } bad_case;
 
+#define BIG_LINK(mass, moment)                                                                 \
+    "<link name=\"a\"><inertial><mass value=\"" mass "\"/><inertia ixx=\"" moment "\" iyy=\"" moment \
+    "\" izz=\"" moment "\" ixy=\"0\" ixz=\"0\" iyz=\"0\"/></inertial></link>\n"
+
 static const bad_case cases[] = {
+    /* values whose checks overflow: called too large, with the limit (not "not positive definite") */
+    {"mass too large to check", HEAD WORLD BIG_LINK("1e306", "1e110") JOINT("j", "revolute", "world", "a") "</robot>\n",
+     MBK_EPARSE, {":3: <mass> in <link name=\"a\">", "too large to check", "limit is 1e+100 kg"}},
+    {"inertia too large to check", HEAD WORLD BIG_LINK("1", "1e110") JOINT("j", "revolute", "world", "a") "</robot>\n",
+     MBK_EPARSE, {":3: <inertia> in <link name=\"a\">", "too large to check", "MBK_MASS_PROPS_MAX"}},
     {"empty input", "", MBK_EPARSE, {"<string>:1:", "malformed XML", "no element found"}},
     {"unclosed tag", HEAD WORLD "<link name=\"a\">\n</robot>\n", MBK_EPARSE, {":4:", "malformed XML", "mismatched tag"}},
     {"text after the root", HEAD WORLD "</robot>\n<robot/>\n", MBK_EPARSE, {":4:", "junk after document element"}},

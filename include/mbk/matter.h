@@ -43,6 +43,11 @@ const double *mbk_multibody_get_mobility_forces(const mbk_system *sys, const mbk
 /* Writable mobility-force accumulator; zeroed at the start of Dynamics. */
 double *mbk_multibody_upd_mobility_forces(const mbk_system *sys, const mbk_state *s);
 
+/* Largest mass (kg) and largest inertia entry (kg m^2) mbk_matter_add_body accepts, also
+   for the inertia about the body origin: the dynamics multiply masses, inertias and
+   distances, and beyond this the products overflow double precision. */
+#define MBK_MASS_PROPS_MAX 1e100
+
 /* Add a body (mass properties about its centre of mass, in B) on a mobilizer to `parent`;
    returns its index. The call takes the mobilizer's impl: the System destroys it
    later, or this call does at once when it refuses the body. */

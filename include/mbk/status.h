@@ -34,6 +34,11 @@ enum {
     MBK_ERETRY = -12       /* a user callback reported a recoverable failure */
 };
 
+/* Size of the message buffer behind mbk_last_error(), with its terminating NUL:
+   a message is at most MBK_ERROR_MAX - 1 bytes; a longer one (never seen in
+   practice) is cut and ends in "[...]". */
+#define MBK_ERROR_MAX 4096
+
 /* Name of a status code ("MBK_ESTAGE"), or "MBK_UNKNOWN". */
 const char *mbk_status_name(int status);
 /* Code of the last failure on this thread (MBK_OK if none since the last clear). */
