@@ -273,7 +273,7 @@ int app_model_load(const char *spec, const app_model_options *o, app_model *m)
     }
     if (rc) {
         app_model_free(m);
-        return APP_FAIL;
+        return APP_MODEL;
     }
     return APP_OK;
 }

@@ -22,7 +22,7 @@ int app_fail(const char *what)
 {
     fprintf(stderr, "mbk: %s: %s (%s)\n", what, mbk_last_error(), mbk_status_name(mbk_last_status()));
     app_hint(mbk_last_error());
-    return APP_FAIL;
+    return APP_FAILED;
 }
 
 void app_hint(const char *message)

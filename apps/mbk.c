@@ -7,7 +7,9 @@
  *
  * MODEL is a URDF file or a built-in (builtin:chain:N, builtin:tree:DEPTH,
  * builtin:fourbar); `mbk run` with no MODEL simulates builtin:chain:5, a
- * 5-link 3-D pendulum. Exit codes: 0 success, 1 failure, 2 bad usage. */
+ * 5-link 3-D pendulum. Exit codes (app.h, docs/cli.md): 0 success, 1 the
+ * simulation failed, 2 bad usage, 3 the model could not be loaded, 4 an
+ * output could not be written. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
@@ -61,8 +63,15 @@ static void usage(FILE *f)
             "(E(t) - E(0); exact energy conservation is expected only without dampers and stops),\n"
             "the wall time and the real-time factor (simulated seconds per wall-clock second).\n"
             "\n"
-            "Exit status: 0 success; 1 the model could not be loaded, the simulation failed or an\n"
-            "output could not be written; 2 bad usage (unknown command or option, bad value).\n",
+            "Exit status (docs/cli.md):\n"
+            "  0  success\n"
+            "  1  the simulation (or what info or bench computes) failed; what was simulated is\n"
+            "     still written\n"
+            "  2  bad usage: unknown command or option, bad value, a value that does not fit the model\n"
+            "  3  the model could not be loaded: missing or unreadable file, not a regular file,\n"
+            "     too large, malformed or unsupported URDF\n"
+            "  4  an output (--output, --plot, standard output) could not be written\n"
+            "When several apply, the first failure decides.\n",
             app_integrator_names());
 }
 
@@ -262,7 +271,7 @@ static int apply_list(const app_model *m, mbk_state *s, const char *text, bool i
         double *v = malloc(sizeof(double) * ((size_t)n + 1));
         if (!v) {
             fprintf(stderr, "mbk run: out of memory\n");
-            return APP_FAIL;
+            return APP_FAILED;
         }
         list_error le;
         int k = parse_list(text, ',', v, n, &le);
@@ -284,7 +293,7 @@ static int apply_list(const app_model *m, mbk_state *s, const char *text, bool i
         return APP_OK;
     }
     char *copy = malloc(strlen(text) + 1);
-    if (!copy) return APP_FAIL;
+    if (!copy) return APP_FAILED;
     strcpy(copy, text);
     int status = APP_OK;
     const mbk_matter *mt = mbk_multibody_get_matter(m->sys);
@@ -335,7 +344,7 @@ static int sample(app_series *ser, const mbk_system *sys, const mbk_state *s)
     if (mbk_system_calc_energy(sys, s, &ke, &pe) < 0) return app_fail("computing the energy");
     if (app_series_add(ser, mbk_state_get_time(s), mbk_state_get_q(s), mbk_state_get_u(s), ke, pe)) {
         fprintf(stderr, "mbk: out of memory for the trajectory\n");
-        return APP_FAIL;
+        return APP_FAILED;
     }
     return APP_OK;
 }
@@ -349,7 +358,7 @@ static int cmd_run(const run_options *o)
     app_integrator *ig = NULL;
     app_series ser = {0};
     if (!s0) {
-        status = APP_FAIL;
+        status = APP_FAILED;
         goto out;
     }
     if (o->have_gravity) {
@@ -389,7 +398,7 @@ static int cmd_run(const run_options *o)
             fprintf(stderr, "%smbk run: the simulation failed at t = %.6g s: %s (%s)\n", shown ? "\n" : "",
                     mbk_state_get_time(app_integrator_state(ig)), mbk_last_error(), mbk_status_name(mbk_last_status()));
             app_hint(mbk_last_error());
-            status = APP_FAIL;
+            status = APP_FAILED;
             break;
         }
         s = app_integrator_state(ig);
@@ -437,7 +446,7 @@ static int cmd_run(const run_options *o)
         app_make_parent_dir(o->output);
         if (app_write_csv(o->output, &ser)) {
             fprintf(stderr, "mbk run: cannot write %s: %s\n", o->output, strerror(errno));
-            status = APP_FAIL;
+            if (!status) status = APP_OUTPUT;
         } else {
             printf("  trajectory   %s (%ld rows: t, %d q, %d u, energy)\n", o->output, ser.n, ser.nq, ser.nu);
         }
@@ -448,7 +457,7 @@ static int cmd_run(const run_options *o)
         snprintf(t2, sizeof t2, "mbk run %s: q and energy against time (%s)", title, st.integrator);
         if (app_write_svg(o->plot, &ser, t2)) {
             fprintf(stderr, "mbk run: cannot write %s: %s\n", o->plot, strerror(errno));
-            status = APP_FAIL;
+            if (!status) status = APP_OUTPUT;
         } else {
             printf("  plot         %s\n", o->plot);
         }
@@ -461,7 +470,19 @@ out:
     return status;
 }
 
-int main(int argc, char **argv)
+/* Everything printed reached standard output (a full disk, a closed pipe): else
+   APP_OUTPUT, unless the command had already failed. */
+static int finish(int rc)
+{
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "mbk: cannot write to standard output: %s\n", errno ? strerror(errno) : "write error");
+        return rc ? rc : APP_OUTPUT;
+    }
+    return rc;
+}
+
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
@@ -496,3 +517,5 @@ int main(int argc, char **argv)
     app_model_free(&m);
     return rc;
 }
+
+int main(int argc, char **argv) { return finish(dispatch(argc, argv)); }
