@@ -4,8 +4,9 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMBK_WERROR=ON
 RUN_ARGS ?=
+PREFIX ?= /usr/local
 
-.PHONY: all deps build run test test-asan test-tsan bench clean
+.PHONY: all deps build run test install test-asan test-tsan bench clean
 
 all: build
 
@@ -23,6 +24,11 @@ run: build
 # The whole test suite.
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# Install the library, headers, CMake and pkg-config files and the program into
+# PREFIX (default /usr/local); PREFIX/bin/mbk finds PREFIX/lib by its RPATH.
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 # The suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 test-asan: deps

@@ -14,9 +14,20 @@
 
 #include <mbk/mbk.h>
 
-/* Exit codes: 0 success, 1 failure (a model that cannot be loaded, a simulation
-   or file error), 2 bad usage (unknown command or option, bad value). */
-enum { APP_OK = 0, APP_FAIL = 1, APP_USAGE = 2 };
+/* Exit codes, as docs/cli.md documents them. When several things go wrong, the
+   code is that of the first (a run that fails and then cannot write its outputs
+   exits with APP_FAILED). */
+enum {
+    APP_OK = 0,     /* success */
+    APP_FAILED = 1, /* the simulation, or the computation info or bench asked for, failed
+                       (integrator failure, initial State that cannot be set up or
+                       assembled, out of memory while running) */
+    APP_USAGE = 2,  /* bad usage: unknown command or option, bad or missing value, a value
+                       that does not fit the model (--q0 count, unknown joint) */
+    APP_MODEL = 3,  /* the model could not be loaded or built (missing or unreadable file,
+                       not a regular file, too large, malformed or unsupported URDF) */
+    APP_OUTPUT = 4  /* an output could not be written (--output, --plot, standard output) */
+};
 
 #define APP_NAME_MAX 128
 
@@ -42,11 +53,12 @@ typedef struct app_model_options {
     bool floating_base;        /* URDF: mount the root link on a Free mobilizer */
     bool no_limits;            /* URDF: no joint-limit stops */
     bool no_damping;           /* URDF: no joint dampers */
+    size_t max_urdf_bytes;     /* URDF: largest file accepted (0: the library's default, 16 MiB) */
 } app_model_options;
 
 /* Load a model by name (NULL: the default, builtin:chain:5); prints the reason
-   on stderr and returns APP_USAGE for a bad name, APP_FAIL when it cannot be
-   loaded, APP_OK on success. */
+   on stderr and returns APP_USAGE for a bad name, APP_MODEL when it cannot be
+   loaded or built, APP_OK on success. */
 int app_model_load(const char *spec, const app_model_options *o, app_model *m);
 void app_model_free(app_model *m);
 /* One line per built-in, for --help. */
@@ -72,9 +84,15 @@ const char *app_integrator_default(void);
 const char *app_integrator_names(void);
 /* Whether a name is known (accepted by --integrator). */
 bool app_integrator_known(const char *name);
-/* Create, set accuracy (and fixed step when step > 0) and initialize from s0. */
+/* Whether the integrator takes a fixed step (--step): false for the variable-step
+   SUNDIALS ones. */
+bool app_integrator_fixed_step_ok(const char *name);
+/* The library's limit on steps per mbk_integrator_step_to call (--max-steps default). */
+long app_integrator_default_max_steps(void);
+/* Create, set accuracy (and fixed step when step > 0, the step limit per output
+   interval when max_steps > 0) and initialize from s0. */
 app_integrator *app_integrator_start(const mbk_system *sys, const char *name, double accuracy,
-                                     double step, const mbk_state *s0);
+                                     double step, long max_steps, const mbk_state *s0);
 /* Advance to t; the current State is then app_integrator_state(). <0 on failure
    (mbk_last_error() says why). */
 int app_integrator_step_to(app_integrator *ig, double t);
@@ -104,6 +122,10 @@ int app_bench(const app_model *m, double seconds_per_test);
 
 /* ---- helpers ---- */
 double app_now(void);          /* monotonic wall time in seconds */
-int app_fail(const char *what); /* prints mbk_last_error(); returns APP_FAIL */
+int app_fail(const char *what); /* prints mbk_last_error() (and app_hint); returns APP_FAILED */
+/* The program's own words for the library settings a message names (the step limit,
+   the URDF size limit): one "mbk: hint: ..." line on stderr per setting, naming the
+   option that changes it. Nothing when the message names none. */
+void app_hint(const char *message);
 
 #endif

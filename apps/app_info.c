@@ -17,7 +17,7 @@ int app_info(const app_model *m, bool all)
     const mbk_matter *mt = mbk_multibody_get_matter(m->sys);
     const mbk_forces *fo = mbk_multibody_get_forces(m->sys);
     mbk_state *s = app_model_initial_state(m);
-    if (!s) return APP_FAIL;
+    if (!s) return APP_FAILED;
     int nb = mbk_matter_get_num_bodies(mt);
     int *first = malloc(sizeof(int) * (size_t)nb), *next = malloc(sizeof(int) * (size_t)nb);
     int *stack = malloc(sizeof(int) * (size_t)nb), *depth = malloc(sizeof(int) * (size_t)nb);
@@ -26,7 +26,7 @@ int app_info(const app_model *m, bool all)
         fprintf(stderr, "mbk: out of memory\n");
         free(first), free(next), free(stack), free(depth), free(is_last);
         mbk_state_destroy(s);
-        return APP_FAIL;
+        return APP_FAILED;
     }
     /* joint types and their counts */
     char types[16][32];
@@ -170,7 +170,7 @@ int app_bench(const app_model *m, double seconds)
     if (!c.s || mbk_system_realize(c.sys, c.s, MBK_STAGE_ACCELERATION) < 0) {
         if (c.s) app_fail("realizing the initial State");
         mbk_state_destroy(c.s);
-        return APP_FAIL;
+        return APP_FAILED;
     }
     c.nq = mbk_state_get_nq(c.s), c.nu = mbk_state_get_nu(c.s), c.nb = mbk_matter_get_num_bodies(c.m);
     int ny = mbk_state_get_ny(c.s);
@@ -181,8 +181,9 @@ int app_bench(const app_model *m, double seconds)
     c.M = big ? NULL : calloc((size_t)c.nu * c.nu + 1, sizeof *c.M);
     if (!c.v || !c.w || !c.F || !c.y || !c.ydot || (!big && !c.M)) {
         fprintf(stderr, "mbk: out of memory\n");
+        free(c.v), free(c.w), free(c.F), free(c.y), free(c.ydot), free(c.M);
         mbk_state_destroy(c.s);
-        return APP_FAIL;
+        return APP_FAILED;
     }
     for (int i = 0; i < c.nu; ++i) c.v[i] = 0.1 * (i % 7) - 0.3;
     for (int b = 0; b < c.nb; ++b) c.F[b] = mbk_spatial_vec_make(mbk_vec3_make(0.1, 0, 0), mbk_vec3_make(0, 0, -1));

@@ -23,6 +23,13 @@ bool app_integrator_known(const char *name)
     return false;
 }
 
+bool app_integrator_fixed_step_ok(const char *name)
+{
+    return strcmp(name, "cvode-bdf") && strcmp(name, "cvode-adams") && strcmp(name, "ida");
+}
+
+long app_integrator_default_max_steps(void) { return 100000; /* mbk/integrator.h: the default settings */ }
+
 struct app_integrator {
     const mbk_system *sys;
     mbk_integrator *ig;    /* NULL when frozen */
@@ -44,7 +51,7 @@ static mbk_integrator *create_library(const mbk_system *sys, const char *name)
 }
 
 app_integrator *app_integrator_start(const mbk_system *sys, const char *name, double accuracy, double step,
-                                     const mbk_state *s0)
+                                     long max_steps, const mbk_state *s0)
 {
     app_integrator *a = calloc(1, sizeof *a);
     if (!a) return NULL;
@@ -61,7 +68,9 @@ app_integrator *app_integrator_start(const mbk_system *sys, const char *name, do
     }
     a->ig = create_library(sys, name);
     if (!a->ig || mbk_integrator_set_accuracy(a->ig, accuracy) < 0 ||
-        (step > 0 && mbk_integrator_set_fixed_step(a->ig, step) < 0) || mbk_integrator_initialize(a->ig, s0) < 0) {
+        (step > 0 && mbk_integrator_set_fixed_step(a->ig, step) < 0) ||
+        (max_steps > 0 && mbk_integrator_set_max_steps(a->ig, max_steps) < 0) ||
+        mbk_integrator_initialize(a->ig, s0) < 0) {
         app_integrator_free(a);
         return NULL;
     }

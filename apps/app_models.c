@@ -193,8 +193,10 @@ static int build_urdf(app_model *m, const char *path, const app_model_options *o
     uo.floating_base = o->floating_base;
     uo.limits_as_stops = !o->no_limits;
     uo.damping_as_dampers = !o->no_damping;
+    if (o->max_urdf_bytes > 0) uo.max_bytes = o->max_urdf_bytes;
     if (mbk_urdf_load(path, &uo, &m->sys) < 0) {
         fprintf(stderr, "mbk: cannot load the model: %s\n", mbk_last_error());
+        app_hint(mbk_last_error());
         return -1;
     }
     m->urdf = true;
@@ -236,7 +238,7 @@ static int parse_int(const char *text, long lo, long hi, long *out)
 
 int app_model_load(const char *spec, const app_model_options *o, app_model *m)
 {
-    static const app_model_options none = {false, false, false};
+    static const app_model_options none = {false, false, false, 0};
     if (!o) o = &none;
     memset(m, 0, sizeof *m);
     m->gravity_force = -1;
@@ -271,7 +273,7 @@ int app_model_load(const char *spec, const app_model_options *o, app_model *m)
     }
     if (rc) {
         app_model_free(m);
-        return APP_FAIL;
+        return APP_MODEL;
     }
     return APP_OK;
 }

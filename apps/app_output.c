@@ -21,7 +21,19 @@ double app_now(void)
 int app_fail(const char *what)
 {
     fprintf(stderr, "mbk: %s: %s (%s)\n", what, mbk_last_error(), mbk_status_name(mbk_last_status()));
-    return APP_FAIL;
+    app_hint(mbk_last_error());
+    return APP_FAILED;
+}
+
+void app_hint(const char *message)
+{
+    if (strstr(message, "mbk_integrator_set_max_steps"))
+        fprintf(stderr, "mbk: hint: the step limit above is --max-steps N in mbk run: the most steps per output "
+                        "interval (default %ld); a shorter --interval (fewer steps each) or a looser --accuracy also helps\n",
+                app_integrator_default_max_steps());
+    if (strstr(message, "options.max_bytes"))
+        fprintf(stderr, "mbk: hint: the size limit above is --max-urdf-bytes N in mbk run, info and bench "
+                        "(default 16 MiB)\n");
 }
 
 void app_make_parent_dir(const char *path)

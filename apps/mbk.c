@@ -7,7 +7,9 @@
  *
  * MODEL is a URDF file or a built-in (builtin:chain:N, builtin:tree:DEPTH,
  * builtin:fourbar); `mbk run` with no MODEL simulates builtin:chain:5, a
- * 5-link 3-D pendulum. Exit codes: 0 success, 1 failure, 2 bad usage. */
+ * 5-link 3-D pendulum. Exit codes (app.h, docs/cli.md): 0 success, 1 the
+ * simulation failed, 2 bad usage, 3 the model could not be loaded, 4 an
+ * output could not be written. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
@@ -47,19 +49,29 @@ static void usage(FILE *f)
             "                       (default mbk-out/trajectory.csv; 'none' writes nothing)\n"
             "  --plot FILE          SVG plot of q and energy against time (default mbk-out/plot.svg;\n"
             "                       'none' writes nothing)\n"
+            "  --max-steps N        most integrator steps per output interval before the run stops\n"
+            "                       (default 100000)\n"
             "  --quiet              no progress line (it appears on stderr only when stderr is a\n"
             "                       terminal and the run takes more than a second)\n"
             "URDF options (run, info, bench):\n"
             "  --floating-base      mount the root link on a free joint instead of welding it\n"
             "  --no-limits          do not turn joint limits into stops\n"
             "  --no-damping         do not turn joint damping into dampers\n"
+            "  --max-urdf-bytes N   largest URDF file read (default 16777216, 16 MiB)\n"
             "\n"
             "The summary gives the model size, the integrator's statistics, the energy drift\n"
             "(E(t) - E(0); exact energy conservation is expected only without dampers and stops),\n"
             "the wall time and the real-time factor (simulated seconds per wall-clock second).\n"
             "\n"
-            "Exit status: 0 success; 1 the model could not be loaded, the simulation failed or an\n"
-            "output could not be written; 2 bad usage (unknown command or option, bad value).\n",
+            "Exit status (docs/cli.md):\n"
+            "  0  success\n"
+            "  1  the simulation (or what info or bench computes) failed; what was simulated is\n"
+            "     still written\n"
+            "  2  bad usage: unknown command or option, bad value, a value that does not fit the model\n"
+            "  3  the model could not be loaded: missing or unreadable file, not a regular file,\n"
+            "     too large, malformed or unsupported URDF\n"
+            "  4  an output (--output, --plot, standard output) could not be written\n"
+            "When several apply, the first failure decides.\n",
             app_integrator_names());
 }
 
@@ -71,6 +83,7 @@ typedef struct run_options {
     mbk_vec3 gravity;
     const char *q0, *u0;
     const char *output, *plot;
+    long max_steps;
     bool quiet, all;
     double bench_time;
     app_model_options mo;
@@ -82,6 +95,21 @@ static int usage_error(const char *cmd, const char *fmt, const char *arg)
     fprintf(stderr, fmt, arg);
     fprintf(stderr, " (see mbk --help)\n");
     return APP_USAGE;
+}
+
+/* A whole number in [lo, hi]. */
+static int parse_count(const char *cmd, const char *name, const char *text, double lo, double hi, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = text ? strtod(text, &end) : NAN;
+    if (!text || errno || end == text || *end || !(v >= lo && v <= hi) || v != floor(v)) {
+        fprintf(stderr, "mbk %s: %s needs a whole number from %.0f to %.0f, got '%s' (see mbk --help)\n", cmd, name,
+                lo, hi, text ? text : "");
+        return -1;
+    }
+    *out = v;
+    return 0;
 }
 
 static int parse_number(const char *cmd, const char *name, const char *text, double *out)
@@ -97,26 +125,60 @@ static int parse_number(const char *cmd, const char *name, const char *text, dou
     return 0;
 }
 
-/* Comma-separated finite numbers into out (at most cap); returns the count or -1. */
-static int parse_list(const char *text, double *out, int cap)
+/* The first bad item of a list, for messages. */
+typedef struct list_error {
+    int index;        /* 1-based */
+    char item[48];    /* its text (cut) */
+    bool not_finite;  /* a number, but NaN, infinite or out of range */
+} list_error;
+
+/* Items separated by sep, each a finite number, into out (the first cap of them).
+   Returns the number of items (which may exceed cap), or -1 with *e naming the
+   first item that is not a finite number. */
+static int parse_list(const char *text, char sep, double *out, int cap, list_error *e)
 {
     int n = 0;
     const char *p = text;
-    while (*p) {
-        char *end = NULL;
-        errno = 0;
-        double v = strtod(p, &end);
-        if (errno || end == p || !isfinite(v) || n == cap) return -1;
-        out[n++] = v;
-        p = end;
-        if (*p == ',') {
-            ++p;
-            if (!*p) return -1;
-        } else if (*p) {
+    for (;;) {
+        const char *stop = strchr(p, sep);
+        size_t len = stop ? (size_t)(stop - p) : strlen(p);
+        char item[64];
+        int ok = len > 0 && len < sizeof item;
+        double v = NAN;
+        if (ok) {
+            memcpy(item, p, len);
+            item[len] = '\0';
+            char *end = NULL;
+            errno = 0;
+            v = strtod(item, &end);
+            ok = end != item && *end == '\0';
+            if (ok && (!isfinite(v) || (errno == ERANGE && fabs(v) > 1))) {
+                e->index = n + 1, e->not_finite = true;
+                snprintf(e->item, sizeof e->item, "%.*s", (int)len, p);
+                return -1;
+            }
+        }
+        if (!ok) {
+            e->index = n + 1, e->not_finite = false;
+            snprintf(e->item, sizeof e->item, "%.*s", (int)(len < 40 ? len : 40), p);
             return -1;
         }
+        if (n < cap) out[n] = v;
+        ++n;
+        if (!stop) return n;
+        p = stop + 1;
     }
-    return n;
+}
+
+/* Message for a list that parse_list refused: which value, and why. */
+static void list_message(char *buf, size_t cap, const list_error *e)
+{
+    if (e->not_finite)
+        snprintf(buf, cap, "value %d ('%s') is not a finite number; every value must be finite", e->index, e->item);
+    else if (!e->item[0])
+        snprintf(buf, cap, "value %d is empty", e->index);
+    else
+        snprintf(buf, cap, "value %d ('%s') is not a number", e->index, e->item);
 }
 
 static int parse_options(const char *cmd, int argc, char **argv, run_options *o)
@@ -138,6 +200,15 @@ static int parse_options(const char *cmd, int argc, char **argv, run_options *o)
         else if (!strcmp(a, "--no-limits")) o->mo.no_limits = true, takes = false;
         else if (!strcmp(a, "--no-damping")) o->mo.no_damping = true, takes = false;
         else if (info && !strcmp(a, "--all")) o->all = true, takes = false;
+        else if (!strcmp(a, "--max-urdf-bytes")) {
+            double n = 0;
+            rc = parse_count(cmd, a, v, 1, 1e15, &n);
+            o->mo.max_urdf_bytes = (size_t)n;
+        } else if (run && !strcmp(a, "--max-steps")) {
+            double n = 0;
+            rc = parse_count(cmd, a, v, 1, 1e15, &n);
+            o->max_steps = (long)n;
+        }
         else if (bench && !strcmp(a, "--time")) rc = parse_number(cmd, a, v, &o->bench_time);
         else if (run && !strcmp(a, "--quiet")) o->quiet = true, takes = false;
         else if (run && !strcmp(a, "--t-final")) rc = parse_number(cmd, a, v, &o->t_final);
@@ -149,7 +220,14 @@ static int parse_options(const char *cmd, int argc, char **argv, run_options *o)
             o->integrator = v;
         } else if (run && !strcmp(a, "--gravity")) {
             double g[3];
-            if (!v || parse_list(v, g, 3) != 3) return usage_error(cmd, "--gravity needs X,Y,Z, got '%s'", v ? v : "");
+            list_error le;
+            int k = v ? parse_list(v, ',', g, 3, &le) : 0;
+            if (k < 0) {
+                char why[160];
+                list_message(why, sizeof why, &le);
+                return usage_error(cmd, "--gravity: %s", why);
+            }
+            if (k != 3) return usage_error(cmd, "--gravity needs X,Y,Z (3 numbers), got '%s'", v ? v : "");
             o->have_gravity = true, o->gravity = mbk_vec3_make(g[0], g[1], g[2]);
         } else if (run && (!strcmp(a, "--q0") || !strcmp(a, "--u0"))) {
             if (!v) return usage_error(cmd, "%s needs a list", a);
@@ -173,6 +251,9 @@ static int parse_options(const char *cmd, int argc, char **argv, run_options *o)
             return usage_error(cmd, "%s", "--interval must be in (0, t-final]");
         if (!app_integrator_known(o->integrator))
             return usage_error(cmd, "unknown integrator '%s'", o->integrator);
+        if (o->step > 0 && !app_integrator_fixed_step_ok(o->integrator))
+            return usage_error(cmd, "--step: %s chooses its own steps; a fixed step works with rkmerson, rk4, euler "
+                                    "and semi-euler", o->integrator);
         if (o->interval == 0) o->interval = o->t_final / 1000;
         if ((o->t_final / o->interval) > 1e7) return usage_error(cmd, "%s", "--interval gives more than 1e7 samples");
     }
@@ -188,10 +269,22 @@ static int apply_list(const app_model *m, mbk_state *s, const char *text, bool i
     double *dst = is_q ? mbk_state_upd_q(s) : mbk_state_upd_u(s);
     if (!strchr(text, '=')) {
         double *v = malloc(sizeof(double) * ((size_t)n + 1));
-        int k = v ? parse_list(text, v, n + 1) : -1;
+        if (!v) {
+            fprintf(stderr, "mbk run: out of memory\n");
+            return APP_FAILED;
+        }
+        list_error le;
+        int k = parse_list(text, ',', v, n, &le);
+        if (k < 0) {
+            char why[160];
+            list_message(why, sizeof why, &le);
+            fprintf(stderr, "mbk run: %s: %s\n", what, why);
+            free(v);
+            return APP_USAGE;
+        }
         if (k != n) {
-            fprintf(stderr, "mbk run: %s needs %d comma-separated numbers for this model (or JOINT=V pairs)%s\n", what, n,
-                    k > n || k < 0 ? "" : ", got fewer");
+            fprintf(stderr, "mbk run: %s needs %d comma-separated numbers for this model (n%c = %d), got %d; or give "
+                            "JOINT=V pairs\n", what, n, is_q ? 'q' : 'u', n, k);
             free(v);
             return APP_USAGE;
         }
@@ -200,7 +293,7 @@ static int apply_list(const app_model *m, mbk_state *s, const char *text, bool i
         return APP_OK;
     }
     char *copy = malloc(strlen(text) + 1);
-    if (!copy) return APP_FAIL;
+    if (!copy) return APP_FAILED;
     strcpy(copy, text);
     int status = APP_OK;
     const mbk_matter *mt = mbk_multibody_get_matter(m->sys);
@@ -223,10 +316,16 @@ static int apply_list(const app_model *m, mbk_state *s, const char *text, bool i
             status = APP_USAGE;
             break;
         }
-        for (char *p = eq + 1; *p; ++p)
-            if (*p == ':') *p = ',';
         double v[8];
-        int k = parse_list(eq + 1, v, 8);
+        list_error le;
+        int k = parse_list(eq + 1, ':', v, 8, &le);
+        if (k < 0) {
+            char why[160];
+            list_message(why, sizeof why, &le);
+            fprintf(stderr, "mbk run: %s: joint '%s': %s\n", what, item, why);
+            status = APP_USAGE;
+            break;
+        }
         if (k != nq) {
             fprintf(stderr, "mbk run: %s: joint '%s' has %d %s; give %d number%s separated by ':'\n", what, item, nq,
                     is_q ? "q" : "u", nq, nq == 1 ? "" : "s");
@@ -245,7 +344,7 @@ static int sample(app_series *ser, const mbk_system *sys, const mbk_state *s)
     if (mbk_system_calc_energy(sys, s, &ke, &pe) < 0) return app_fail("computing the energy");
     if (app_series_add(ser, mbk_state_get_time(s), mbk_state_get_q(s), mbk_state_get_u(s), ke, pe)) {
         fprintf(stderr, "mbk: out of memory for the trajectory\n");
-        return APP_FAIL;
+        return APP_FAILED;
     }
     return APP_OK;
 }
@@ -259,7 +358,7 @@ static int cmd_run(const run_options *o)
     app_integrator *ig = NULL;
     app_series ser = {0};
     if (!s0) {
-        status = APP_FAIL;
+        status = APP_FAILED;
         goto out;
     }
     if (o->have_gravity) {
@@ -281,7 +380,7 @@ static int cmd_run(const run_options *o)
     }
 
     double t0 = app_now();
-    ig = app_integrator_start(m.sys, o->integrator, o->accuracy, o->step, s0);
+    ig = app_integrator_start(m.sys, o->integrator, o->accuracy, o->step, o->max_steps, s0);
     if (!ig) {
         status = app_fail("starting the integrator");
         goto out;
@@ -296,9 +395,10 @@ static int cmd_run(const run_options *o)
     for (long k = 1; k <= n; ++k) {
         double t = k == n ? o->t_final : k * o->interval;
         if (app_integrator_step_to(ig, t) < 0) {
-            fprintf(stderr, "\nmbk run: the simulation failed at t = %.6g s: %s (%s)\n",
+            fprintf(stderr, "%smbk run: the simulation failed at t = %.6g s: %s (%s)\n", shown ? "\n" : "",
                     mbk_state_get_time(app_integrator_state(ig)), mbk_last_error(), mbk_status_name(mbk_last_status()));
-            status = APP_FAIL;
+            app_hint(mbk_last_error());
+            status = APP_FAILED;
             break;
         }
         s = app_integrator_state(ig);
@@ -346,7 +446,7 @@ static int cmd_run(const run_options *o)
         app_make_parent_dir(o->output);
         if (app_write_csv(o->output, &ser)) {
             fprintf(stderr, "mbk run: cannot write %s: %s\n", o->output, strerror(errno));
-            status = APP_FAIL;
+            if (!status) status = APP_OUTPUT;
         } else {
             printf("  trajectory   %s (%ld rows: t, %d q, %d u, energy)\n", o->output, ser.n, ser.nq, ser.nu);
         }
@@ -357,7 +457,7 @@ static int cmd_run(const run_options *o)
         snprintf(t2, sizeof t2, "mbk run %s: q and energy against time (%s)", title, st.integrator);
         if (app_write_svg(o->plot, &ser, t2)) {
             fprintf(stderr, "mbk run: cannot write %s: %s\n", o->plot, strerror(errno));
-            status = APP_FAIL;
+            if (!status) status = APP_OUTPUT;
         } else {
             printf("  plot         %s\n", o->plot);
         }
@@ -370,7 +470,19 @@ out:
     return status;
 }
 
-int main(int argc, char **argv)
+/* Everything printed reached standard output (a full disk, a closed pipe): else
+   APP_OUTPUT, unless the command had already failed. */
+static int finish(int rc)
+{
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "mbk: cannot write to standard output: %s\n", errno ? strerror(errno) : "write error");
+        return rc ? rc : APP_OUTPUT;
+    }
+    return rc;
+}
+
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
@@ -405,3 +517,5 @@ int main(int argc, char **argv)
     app_model_free(&m);
     return rc;
 }
+
+int main(int argc, char **argv) { return finish(dispatch(argc, argv)); }

@@ -392,7 +392,7 @@ int mbk_integrator_initialize(mbk_integrator *ig, const mbk_state *initial)
 /* A failure: for an in-place step, go back to the backup taken before it. */
 static int failed(mbk_integrator *ig, int rc, bool restore, const char *fn)
 {
-    char msg[512];
+    char msg[MBK_ERROR_MAX];
     snprintf(msg, sizeof msg, "%s", mbk_last_error());
     if (rc >= 0) rc = MBK_EINTEGRATOR;
     if (restore && (ig->flags & IG_IN_PLACE)) {
@@ -401,8 +401,10 @@ static int failed(mbk_integrator *ig, int rc, bool restore, const char *fn)
     }
     ig->prev_valid = false;
     ig_read_witnesses(ig, ig->cur, ig->w0);
-    return mbk_set_error(rc, "%s (%s): %s; the integrator's State is the last good one, at t = %.17g",
-                         fn, ig->ops.name, msg, mbk_state_get_time(ig->cur));
+    /* what happened to the State first: the cause after it may be long */
+    return mbk_set_error(rc, "%s (%s): stopped; the integrator's State is the last good one, at t = %.17g. "
+                             "Cause: %s",
+                         fn, ig->ops.name, mbk_state_get_time(ig->cur), msg);
 }
 
 static int step_failed(mbk_integrator *ig, int rc, const char *fn) { return failed(ig, rc, false, fn); }
@@ -436,10 +438,11 @@ static int events_at(mbk_integrator *ig, double t1, bool any_fired, bool sched_d
     if (any_fired || sched_due) {
         if ((rc = ig_handle_events(ig, t1, sched_due, &ig->last_handled, &term)) < 0) {
             ig->pending = (ig_pending){true, any_fired, sched_due, rep_due};
-            return mbk_set_error(rc, "%s (%s): %s; the integrator's State is the last good one, at "
-                                     "t = %.17g, before the handlers ran; the events there are still "
-                                     "pending and are handled first when you call again",
-                                 fn, ig->ops.name, mbk_last_error(), t1);
+            return mbk_set_error(rc, "%s (%s): stopped in the event handlers; the integrator's State is "
+                                     "the last good one, at t = %.17g, before the handlers ran, and the "
+                                     "events there are still pending (handled first when you call again). "
+                                     "Cause: %s",
+                                 fn, ig->ops.name, t1, mbk_last_error());
         }
     } else if (!(ig->flags & IG_IN_PLACE) && ig->nw > 0) {
         double *tmp = ig->w0;

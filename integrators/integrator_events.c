@@ -269,7 +269,7 @@ int ig_handle_events(mbk_integrator *ig, double t, bool sched_due, int *nhandled
     return MBK_OK;
 
 restore: {
-    char msg[512];
+    char msg[MBK_ERROR_MAX];
     snprintf(msg, sizeof msg, "%s", mbk_last_error());
     mbk_state_copy(s, ig->spare);
     /* the layout is rebuilt for the restored State (same witnesses as before the

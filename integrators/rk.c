@@ -24,7 +24,7 @@ typedef struct rk_impl {
     double *block;
     double *v[RK_NVEC]; /* k2..k5, yt, y1, err, ym, fm, yf */
     double h_next;
-    char reason[512];
+    char reason[MBK_ERROR_MAX];
 } rk_impl;
 
 #define K2 v[0]
@@ -200,8 +200,17 @@ static double reject_step(rk_impl *r, mbk_integrator_stats *st, const mbk_integr
 
 static int give_up(rk_impl *r, mbk_integrator *ig, int status, double t, double h, double hmin)
 {
+    mbk_integrator_settings set;
+    mbk_integrator_get_settings(ig, &set);
+    /* the minimum is the user's setting, not round-off: that is the first thing to change */
+    if (set.min_step > 0 && hmin <= set.min_step)
+        return mbk_set_error(status, "%s could not take a step from t = %.17g: the step size came to %g, "
+                                     "below the minimum step %g set with mbk_integrator_set_min_step; lower the "
+                                     "minimum step (0 allows steps down to round-off)%s%s",
+                             mbk_integrator_get_name(ig), t, h, hmin,
+                             r->reason[0] ? ". It shrank the step because " : "", r->reason);
     return mbk_set_error(status, "%s could not take a step from t = %.17g: the step size fell to %g "
-                                 "(minimum %g) because %s",
+                                 "(minimum %g, round-off) because %s",
                          mbk_integrator_get_name(ig), t, h, hmin, r->reason);
 }
 
@@ -238,7 +247,8 @@ static int rk_step(void *impl, mbk_integrator *ig, double t_stop)
         else if (remaining < 2.0 * ht) ht = 0.5 * remaining;
         double t1 = land ? t_stop : t0 + ht, he = t1 - t0;
         if (!(he > 0) || (he < hmin && !land) || failures > RK_MAX_FAILURES) {
-            if (!r->reason[0]) snprintf(r->reason, sizeof r->reason, "the step could not be made small enough");
+            if (!r->reason[0] && !(set.min_step > 0 && hmin <= set.min_step))
+                snprintf(r->reason, sizeof r->reason, "the step could not be made small enough");
             return give_up(r, ig, status, t0, he, hmin);
         }
         st->steps_attempted++;

@@ -58,7 +58,7 @@ typedef struct sd_impl {
     bool need_reinit, use_jac;
     long nst, netf, ncfn, nje; /* SUNDIALS counters at the last look */
     int cb_status;             /* mbk status of the last failed callback */
-    char cb_msg[384], sd_msg[384];
+    char cb_msg[MBK_ERROR_MAX], sd_msg[1024];
 } sd_impl;
 
 static const char *sd_name(const sd_impl *d)
@@ -230,12 +230,19 @@ static int sd_fail(sd_impl *d, int flag, const char *what, double t)
     if (!ida && (flag == CV_PROJFUNC_FAIL || flag == CV_REPTD_PROJFUNC_ERR))
         status = cb && d->cb_status != MBK_ERETRY ? d->cb_status : MBK_ECONVERGE;
     const char *hint = "";
+    char min_hint[200];
+    double hmin = d->ig->set.min_step;
+    bool at_min = flag == (ida ? IDA_ERR_FAIL : CV_ERR_FAILURE) || flag == (ida ? IDA_CONV_FAIL : CV_CONV_FAILURE);
     if (flag == CV_TOO_MUCH_ACC) hint = "; loosen the tolerances";
-    else if (!cb && (flag == CV_ERR_FAILURE || flag == CV_CONV_FAILURE))
+    else if (at_min && hmin > 0) { /* SUNDIALS stops at the user's minimum step: say so first */
+        snprintf(min_hint, sizeof min_hint, "; a minimum step of %g is set with mbk_integrator_set_min_step: "
+                 "lower it, or set 0 to allow steps down to round-off", hmin);
+        hint = min_hint;
+    } else if (!cb && at_min)
         hint = "; the tolerances may be too tight, or the model has a discontinuity or a singularity here";
     return mbk_set_error(status, "%s %s failed at t = %.17g (flag %d): %s%s%s%s", sd_name(d), what, t, flag,
-                         d->sd_msg[0] ? d->sd_msg : "no message", cb ? "; after: " : "", cb ? d->cb_msg : "",
-                         hint);
+                         d->sd_msg[0] ? d->sd_msg : "no message", hint, cb ? "; after: " : "",
+                         cb ? d->cb_msg : "");
 }
 
 #define SD_TRY(call, what)                                                      \

@@ -3,10 +3,14 @@
  * then turned into a multibody System. No recursion anywhere, so deep
  * documents and long chains cannot exhaust the stack; name lookups are
  * sorted (O(n log n)), so huge inputs cannot make it quadratic. */
+#define _POSIX_C_SOURCE 200809L /* open, fstat, fdopen: the file check before reading */
 #include "mbk/urdf.h"
 
 #include <errno.h>
 #include <expat.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -79,7 +83,7 @@ typedef struct ur_ctx {
     int depth;
     unsigned char kind[UR_MAX_DEPTH];
     int status;            /* first error (0: none) */
-    char msg[1024];
+    char msg[MBK_ERROR_MAX];
     /* string pool: offset 0 is "" */
     char *pool;
     size_t pool_len, pool_cap;
@@ -618,8 +622,18 @@ static int check_inertial(ur_ctx *c, const ur_link *l)
     if (!l->inertia_line) return fail(c, MBK_EPARSE, l->inertial_line, wh, "<inertia> is missing");
     mbk_mat33 I = inertia_matrix(l->I);
     double ev[3], s = mbk_mat33_max_abs(I);
-    eig_sym3(l->I, ev);
+    if (l->mass > MBK_MASS_PROPS_MAX)
+        return fail(c, MBK_EPARSE, l->mass_line, where_in(&w, "mass", "link", str(c, l->name)),
+                    "the mass %g kg is too large to check and simulate: the limit is %g kg (MBK_MASS_PROPS_MAX), "
+                    "beyond which products of masses, inertias and distances overflow; use larger units",
+                    l->mass, MBK_MASS_PROPS_MAX);
     wh = where_in(&w, "inertia", "link", str(c, l->name));
+    if (s > MBK_MASS_PROPS_MAX)
+        return fail(c, MBK_EPARSE, l->inertia_line, wh,
+                    "the inertia (largest entry %g kg m^2) is too large to check and simulate: the limit is %g "
+                    "kg m^2 (MBK_MASS_PROPS_MAX), beyond which its minors and the dynamics overflow; use larger "
+                    "units", s, MBK_MASS_PROPS_MAX);
+    eig_sym3(l->I, ev);
     if (l->mass > 0 && !mbk_mat33_is_spd(I))
         return fail(c, MBK_EPARSE, l->inertia_line, wh,
                     "the inertia is not positive definite (principal moments %.6g, %.6g, %.6g); a body "
@@ -1161,6 +1175,70 @@ int mbk_urdf_load_string(const char *xml, const mbk_urdf_options *opts, mbk_syst
     return load_text(src, xml, len, o, out);
 }
 
+/* What a file system entry is, for messages ("a directory"). */
+static const char *file_kind(mode_t mode)
+{
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+/* Open path for reading only when it is a regular file. Anything else is refused
+   before reading: a FIFO or a device could block forever or never end, a directory
+   cannot be read. The open itself never blocks (O_NONBLOCK), so a FIFO swapped in
+   after the stat is caught by the fstat instead of hanging. */
+static int open_regular_file(const char *path, FILE **out, size_t *size)
+{
+    *out = NULL;
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        int e = errno;
+        if (e == ENOENT)
+            return mbk_set_error(MBK_EIO, "%s: cannot open the file: no such file; expected the path of a URDF file "
+                                          "(check the spelling and the working directory)", path);
+        if (e == ENOTDIR)
+            return mbk_set_error(MBK_EIO, "%s: cannot open the file: a part of the path is not a directory; "
+                                          "expected the path of a URDF file", path);
+        if (e == EACCES)
+            return mbk_set_error(MBK_EIO, "%s: cannot open the file: permission denied on a directory of the path; "
+                                          "make the directories searchable (chmod +x) or copy the file", path);
+        return mbk_set_error(MBK_EIO, "%s: cannot open the file: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode))
+        return mbk_set_error(MBK_EIO, "%s: cannot read it as a URDF file: it is %s; expected a regular file "
+                                      "(give the path of the .urdf file itself)", path, file_kind(st.st_mode));
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        int e = errno;
+        if (e == EACCES)
+            return mbk_set_error(MBK_EIO, "%s: cannot open the file: permission denied (the file is not readable); "
+                                          "make it readable (chmod +r) or copy it", path);
+        return mbk_set_error(MBK_EIO, "%s: cannot open the file: %s", path, strerror(e));
+    }
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return mbk_set_error(MBK_EIO, "%s: cannot open the file: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) { /* replaced between the stat and the open */
+        close(fd);
+        return mbk_set_error(MBK_EIO, "%s: cannot read it as a URDF file: it is %s; expected a regular file "
+                                      "(give the path of the .urdf file itself)", path, file_kind(st.st_mode));
+    }
+    FILE *fp = fdopen(fd, "rb");
+    if (!fp) {
+        int e = errno;
+        close(fd);
+        return mbk_set_error(e == ENOMEM ? MBK_ENOMEM : MBK_EIO, "%s: cannot open the file: %s", path, strerror(e));
+    }
+    *out = fp;
+    *size = st.st_size > 0 ? (size_t)st.st_size : 0;
+    return MBK_OK;
+}
+
 int mbk_urdf_load(const char *path, const mbk_urdf_options *opts, mbk_system **out)
 {
     const char *fn = "mbk_urdf_load";
@@ -1171,13 +1249,20 @@ int mbk_urdf_load(const char *path, const mbk_urdf_options *opts, mbk_system **o
     if (!path) return mbk_set_error(MBK_EINVAL, "%s: path is NULL", fn);
     int rc = check_options(o, fn);
     if (rc < 0) return rc;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return mbk_set_error(MBK_EIO, "%s: cannot open the file: %s", path, strerror(errno));
+    FILE *fp = NULL;
+    size_t size = 0;
+    rc = open_regular_file(path, &fp, &size);
+    if (rc < 0) return rc;
+    if (size > o->max_bytes) {
+        fclose(fp);
+        return mbk_set_error(MBK_EPARSE, "%s: the file is %zu bytes, larger than the limit of %zu bytes "
+                                         "(options.max_bytes; raise it to load this file)", path, size, o->max_bytes);
+    }
     size_t cap = 65536, len = 0;
     char *buf = mbk_malloc(cap);
     if (!buf) {
         fclose(fp);
-        return MBK_ENOMEM;
+        return mbk_set_error(MBK_ENOMEM, "%s: out of memory for a %zu-byte read buffer", path, cap);
     }
     for (;;) {
         if (len == cap) {
@@ -1187,7 +1272,7 @@ int mbk_urdf_load(const char *path, const mbk_urdf_options *opts, mbk_system **o
             if (!nb) {
                 mbk_free(buf);
                 fclose(fp);
-                return MBK_ENOMEM;
+                return mbk_set_error(MBK_ENOMEM, "%s: out of memory for a %zu-byte read buffer", path, nc);
             }
             buf = nb;
             cap = nc;
@@ -1197,16 +1282,16 @@ int mbk_urdf_load(const char *path, const mbk_urdf_options *opts, mbk_system **o
         if (n == 0) break;
         if (len > o->max_bytes) break;
     }
-    int read_error = ferror(fp);
+    int read_error = ferror(fp), e = errno;
     fclose(fp);
     if (read_error) {
         mbk_free(buf);
-        return mbk_set_error(MBK_EIO, "%s: read error", path);
+        return mbk_set_error(MBK_EIO, "%s: read error after %zu bytes: %s", path, len, strerror(e));
     }
     if (len > o->max_bytes) {
         mbk_free(buf);
-        return mbk_set_error(MBK_EPARSE, "%s: the file is larger than %zu bytes (options.max_bytes)", path,
-                             o->max_bytes);
+        return mbk_set_error(MBK_EPARSE, "%s: the file is larger than the limit of %zu bytes "
+                                         "(options.max_bytes; raise it to load this file)", path, o->max_bytes);
     }
     rc = load_text(path, buf, len, o, out);
     mbk_free(buf);

@@ -3,10 +3,14 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 /* Thread-local so concurrent States on different threads keep their own story. */
 static _Thread_local int last_status = MBK_OK;
-static _Thread_local char last_message[512];
+static _Thread_local char last_message[MBK_ERROR_MAX];
+/* Where a new message is formatted: it may quote the previous one. Thread-local
+   rather than on the stack, since errors are recorded deep inside callbacks. */
+static _Thread_local char scratch[MBK_ERROR_MAX];
 
 const char *mbk_status_name(int status)
 {
@@ -43,12 +47,18 @@ void mbk_clear_error(void)
 int mbk_set_error(int status, const char *fmt, ...)
 {
     va_list ap;
-    /* Format into a copy first: the message may quote the previous one. */
-    char buf[sizeof last_message];
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    snprintf(last_message, sizeof last_message, "%s", buf);
+    /* Format into the scratch buffer first: the message may quote the previous one. */
+    int n = 0;
+    scratch[0] = '\0';
+    if (fmt) {
+        va_start(ap, fmt);
+        n = vsnprintf(scratch, sizeof scratch, fmt, ap);
+        va_end(ap);
+    }
+    if (n < 0) scratch[0] = '\0';
+    else if ((size_t)n >= sizeof scratch) /* cut: say so */
+        memcpy(scratch + sizeof scratch - sizeof "[...]", "[...]", sizeof "[...]");
+    memcpy(last_message, scratch, strlen(scratch) + 1);
     last_status = status;
     return status;
 }

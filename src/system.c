@@ -355,7 +355,7 @@ static int set_and_realize(const mbk_system *sys, mbk_state *s, double t, const 
     if (rc == MBK_OK && own && !mbk_state_upd_y(s)) rc = mbk_last_status();
     if (rc == MBK_OK) rc = mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION);
     if (rc >= 0) return rc;
-    char msg[1024];
+    char msg[MBK_ERROR_MAX];
     snprintf(msg, sizeof msg, "%s", mbk_last_error());
     if (mbk_state_get_time(s) != t_was) mbk_state_set_time(s, t_was);
     if (replace) mbk_state_set_y(s, bak, ny);

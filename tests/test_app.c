@@ -1,7 +1,10 @@
 /* The mbk program, run as a user would: `mbk run` with and without a model,
  * its CSV and SVG outputs, `mbk info`, `mbk bench`, --help, and the exit
- * codes and messages of bad usage (2) and failures (1). The program is found
- * beside this test in the build tree (../apps/mbk). */
+ * status of every class docs/cli.md lists, with its messages: 0 success, 1 the
+ * simulation failed, 2 bad usage, 3 the model could not be loaded, 4 an output
+ * could not be written. Every option --help lists is documented in
+ * docs/cli.md. The program is found beside this test in the build tree
+ * (../apps/mbk). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +34,12 @@ static void slurp(const char *path, char *buf, size_t cap)
 static void run(result *r, const char *args)
 {
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >'%s/out.txt' 2>'%s/err.txt'", dir, bin, args, dir, dir);
+    /* under timeout(1) where there is one: a program that blocks (on a FIFO given
+       as the model, say) fails the test instead of hanging it (exit 124) */
+    static int have_timeout = -1;
+    if (have_timeout < 0) have_timeout = system("timeout 5 true >/dev/null 2>&1") == 0;
+    snprintf(cmd, sizeof cmd, "cd '%s' && %s'%s' %s >'%s/out.txt' 2>'%s/err.txt'", dir,
+             have_timeout ? "timeout -k 5 60 " : "", bin, args, dir, dir);
     int st = system(cmd);
     r->code = st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128;
     char path[512];
@@ -65,7 +73,10 @@ static void expect_usage_error(const char *args, const char *message)
 {
     result r;
     run(&r, args);
-    if (!CHECK(r.code == 2) | !CHECK(has(r.err, message)) | !CHECK(r.out[0] == '\0'))
+    int ok = CHECK(r.code == 2);
+    ok &= CHECK(has(r.err, message));
+    ok &= CHECK(r.out[0] == '\0');
+    if (!ok)
         fprintf(stderr, "  mbk %s -> %d\n  stderr: %s\n", args, r.code, r.err);
 }
 
@@ -161,9 +172,38 @@ int main(int argc, char **argv)
     CHECK(r.code == 0);
     static const char *const documented[] = {"--t-final", "--integrator", "--accuracy", "--step", "--gravity",
                                              "--q0", "--u0", "--output", "--plot", "--interval", "--quiet",
+                                             "--max-steps", "--max-urdf-bytes",
                                              "--floating-base", "builtin:chain:N", "builtin:tree:D",
                                              "builtin:fourbar", "Exit status"};
     for (size_t i = 0; i < sizeof documented / sizeof *documented; ++i) CHECK(has(r.out, documented[i]));
+    /* docs/cli.md documents every option --help lists, and every exit status */
+    {
+        static char doc[1 << 17];
+        char docpath[1200];
+        snprintf(docpath, sizeof docpath, "%s/../../docs/cli.md", models); /* models: tests/urdf */
+        slurp(docpath, doc, sizeof doc);
+        CHECK(has(doc, "## Exit status"));
+        for (int code = 0; code <= 4; ++code) {
+            char row[16];
+            snprintf(row, sizeof row, "\n| %d | ", code);
+            if (!CHECK(has(doc, row))) fprintf(stderr, "  docs/cli.md: no row for exit status %d\n", code);
+        }
+        int options = 0;
+        for (const char *p = r.out; (p = strstr(p, "--")) != NULL; ++p) {
+            char opt[40];
+            size_t n = 2;
+            while (n < sizeof opt - 1 && (p[n] == '-' || (p[n] >= 'a' && p[n] <= 'z') || (p[n] >= '0' && p[n] <= '9')))
+                ++n;
+            if (n < 4) continue;
+            memcpy(opt, p, n);
+            opt[n] = '\0';
+            options++;
+            char quoted[48];
+            snprintf(quoted, sizeof quoted, "`%s", opt);
+            if (!CHECK(has(doc, quoted))) fprintf(stderr, "  docs/cli.md does not document %s\n", opt);
+        }
+        CHECK(options >= 20);
+    }
     run(&r, "run --help");
     CHECK(r.code == 0 && has(r.out, "usage: mbk run"));
     run(&r, "version");
@@ -180,7 +220,20 @@ int main(int argc, char **argv)
     expect_usage_error("run --accuracy 2", "--accuracy must be in (0, 1)");
     expect_usage_error("run --integrator nope", "unknown integrator 'nope'");
     expect_usage_error("run --gravity 1,2", "--gravity needs X,Y,Z");
-    expect_usage_error("run --q0 1,2", "--q0 needs 5 comma-separated numbers");
+    expect_usage_error("run --q0 1,2", "--q0 needs 5 comma-separated numbers for this model (nq = 5), got 2");
+    /* a value that is not finite is named, not miscounted ("needs 5 numbers" when 5 were given) */
+    expect_usage_error("run --q0 1,2,nan,4,5", "--q0: value 3 ('nan') is not a finite number");
+    expect_usage_error("run --u0 0,0,0,0,inf", "--u0: value 5 ('inf') is not a finite number");
+    expect_usage_error("run --q0 0,0,0,0,-1e999", "value 5 ('-1e999') is not a finite number");
+    expect_usage_error("run --q0 1,x,3,4,5", "--q0: value 2 ('x') is not a number");
+    expect_usage_error("run --q0 joint2=nan", "joint 'joint2': value 1 ('nan') is not a finite number");
+    expect_usage_error("run --gravity 0,0,nan", "--gravity: value 3 ('nan') is not a finite number");
+    run(&r, "run --q0 1,2,nan,4,5");
+    CHECK(!has(r.err, "needs 5"));
+    /* settings the library's advice names have program flags */
+    expect_usage_error("run --max-steps 0", "--max-steps needs a whole number");
+    expect_usage_error("run --max-urdf-bytes -5", "--max-urdf-bytes needs a whole number");
+    expect_usage_error("run --integrator ida --step 0.01", "--step: ida chooses its own steps");
     expect_usage_error("run --q0 knee=1", "no joint named 'knee'");
     expect_usage_error("run --q0 joint1=1:2", "joint 'joint1' has 1 q");
     expect_usage_error("run builtin:chain:0", "N must be an integer");
@@ -191,7 +244,7 @@ int main(int argc, char **argv)
 
     /* failures: exit 1 with the reason */
     run(&r, "run no/such/model.urdf");
-    CHECK(r.code == 1 && has(r.err, "no/such/model.urdf") && has(r.err, "cannot open"));
+    CHECK(r.code == 3 && has(r.err, "no/such/model.urdf") && has(r.err, "cannot open"));
     snprintf(path, sizeof path, "%s/bad.urdf", dir);
     FILE *fb = fopen(path, "w");
     if (fb) {
@@ -199,7 +252,21 @@ int main(int argc, char **argv)
         fclose(fb);
     }
     run(&r, "info bad.urdf");
-    CHECK(r.code == 1 && has(r.err, "bad.urdf:3: <joint name=\"j\">: unknown joint type 'hinge'"));
+    CHECK(r.code == 3 && has(r.err, "bad.urdf:3: <joint name=\"j\">: unknown joint type 'hinge'"));
+    /* a model path that is not a regular file: refused at once (a FIFO used to block forever) */
+    snprintf(path, sizeof path, "%s/pipe.urdf", dir);
+    if (CHECK(mkfifo(path, 0600) == 0)) {
+        run(&r, "run pipe.urdf --t-final 0.1 --output none --plot none");
+        if (!CHECK(r.code == 3 && has(r.err, "pipe.urdf") && has(r.err, "it is a FIFO") &&
+                   has(r.err, "expected a regular file")))
+            fprintf(stderr, "  run pipe.urdf -> %d\n  stderr: %s\n", r.code, r.err);
+        run(&r, "info pipe.urdf");
+        CHECK(r.code == 3 && has(r.err, "it is a FIFO"));
+    }
+    run(&r, "run . --t-final 0.1 --output none --plot none");
+    CHECK(r.code == 3 && has(r.err, "it is a directory") && !has(r.err, "read error"));
+    run(&r, "run missing.urdf --t-final 0.1 --output none --plot none");
+    CHECK(r.code == 3 && has(r.err, "missing.urdf") && has(r.err, "no such file"));
     /* a robot with nothing to move still runs */
     snprintf(path, sizeof path, "%s/fixed.urdf", dir);
     fb = fopen(path, "w");
@@ -210,9 +277,52 @@ int main(int argc, char **argv)
     run(&r, "run fixed.urdf --t-final 0.1 --output none --plot none");
     CHECK(r.code == 0 && has(r.out, "nq = 0, nu = 0") && has(r.out, "no state variables"));
     run(&r, "info bad.urdf");
-    CHECK(r.code == 1 && has(r.err, "bad.urdf:3: <joint name=\"j\">: unknown joint type 'hinge'"));
-    run(&r, "run builtin:chain:2 --t-final 0.1 --output /nonexistent-dir/x/y.csv --plot none");
+    CHECK(r.code == 3 && has(r.err, "bad.urdf:3: <joint name=\"j\">: unknown joint type 'hinge'"));
+    /* the step limit: the library names mbk_integrator_set_max_steps, the program its own flag */
+    run(&r, "run --t-final 1 --interval 1 --max-steps 2 --output none --plot none");
+    if (!CHECK(r.code == 1 && has(r.err, "took 2 steps") && has(r.err, "mbk: hint:") && has(r.err, "--max-steps N")))
+        fprintf(stderr, "  --max-steps 2 -> %d\n  stderr: %s\n", r.code, r.err);
+    run(&r, "run --t-final 1 --interval 1 --max-steps 1000000 --output none --plot none");
+    CHECK(r.code == 0);
+    /* the URDF size limit likewise */
+    snprintf(args, sizeof args, "info '%s/arm7.urdf' --max-urdf-bytes 100", models);
+    run(&r, args);
+    if (!CHECK(r.code == 3 && has(r.err, "larger than the limit of 100 bytes") && has(r.err, "--max-urdf-bytes N")))
+        fprintf(stderr, "  --max-urdf-bytes 100 -> %d\n  stderr: %s\n", r.code, r.err);
+    snprintf(args, sizeof args, "info '%s/arm7.urdf' --max-urdf-bytes 100000", models);
+    run(&r, args);
+    CHECK(r.code == 0);
+    /* 1: the simulation failed -- and stays 1 when the outputs cannot be written either
+       (the first failure decides); what was simulated is still written */
+    run(&r, "run --t-final 1 --interval 0.5 --max-steps 2 --output out/partial.csv --plot none");
+    CHECK(r.code == 1 && has(r.out, "simulation stopped early") && has(r.err, "the simulation failed at t ="));
+    snprintf(path, sizeof path, "%s/out/partial.csv", dir);
+    CHECK(count_lines(path, first, sizeof first) == 2); /* header + t = 0 */
+    run(&r, "run --t-final 1 --interval 1 --max-steps 2 --output /nonexistent-dir/x/y.csv --plot none");
     CHECK(r.code == 1 && has(r.err, "cannot write /nonexistent-dir/x/y.csv"));
+    /* 3 for every way a model fails to load, on each command */
+    static const char *const cmds[] = {"run", "info", "bench"};
+    for (int c = 0; c < 3; ++c) {
+        snprintf(args, sizeof args, "%s missing.urdf --output none --plot none", cmds[c]);
+        if (c) snprintf(args, sizeof args, "%s missing.urdf", cmds[c]);
+        run(&r, args);
+        if (!CHECK(r.code == 3 && has(r.err, "no such file")))
+            fprintf(stderr, "  mbk %s -> %d\n  stderr: %s\n", args, r.code, r.err);
+    }
+    /* 4: standard output that cannot be written */
+    if (access("/dev/full", W_OK) == 0) {
+        char cmd[8192];
+        snprintf(cmd, sizeof cmd, "cd '%s' && '%s' info builtin:chain:3 >/dev/full 2>'%s/err.txt'", dir, bin, dir);
+        int st = system(cmd);
+        int code = st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+        snprintf(path, sizeof path, "%s/err.txt", dir);
+        slurp(path, r.err, sizeof r.err);
+        if (!CHECK(code == 4 && has(r.err, "cannot write to standard output")))
+            fprintf(stderr, "  info >/dev/full -> %d\n  stderr: %s\n", code, r.err);
+    }
+    /* 4: an output file that cannot be written (the run itself succeeded) */
+    run(&r, "run builtin:chain:2 --t-final 0.1 --output /nonexistent-dir/x/y.csv --plot none");
+    CHECK(r.code == 4 && has(r.err, "cannot write /nonexistent-dir/x/y.csv"));
 
     snprintf(args, sizeof args, "rm -rf '%s'", dir);
     if (system(args) != 0) fprintf(stderr, "could not remove %s\n", dir);

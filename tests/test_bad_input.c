@@ -627,11 +627,22 @@ static void test_status_names(void)
     CHECK(strcmp(mbk_last_error(), "custom 42") == 0);
     mbk_set_error(MBK_EIO, "wrapped: %s", mbk_last_error()); /* quoting the previous message */
     CHECK(strcmp(mbk_last_error(), "wrapped: custom 42") == 0);
-    char longfmt[2000];
+    /* long messages are kept whole (they used to be cut at 511 bytes, losing the
+       advice at their end), also when a wrapper quotes them; only a message beyond
+       MBK_ERROR_MAX is cut, and then says so */
+    static char longfmt[6000];
     memset(longfmt, 'x', sizeof longfmt - 1);
     longfmt[sizeof longfmt - 1] = '\0';
-    mbk_set_error(MBK_EINVAL, "%s", longfmt); /* truncated, not overflowing */
-    CHECK(strlen(mbk_last_error()) > 100 && strlen(mbk_last_error()) < sizeof longfmt);
+    memcpy(longfmt + 1990, "; do this", 10); /* 1999 bytes, the advice last */
+    mbk_set_error(MBK_EINVAL, "%s", longfmt);
+    CHECK(strlen(mbk_last_error()) == 1999 && strcmp(mbk_last_error() + 1990, "; do this") == 0);
+    mbk_set_error(MBK_EIO, "outer: %s; and that", mbk_last_error());
+    CHECK(strlen(mbk_last_error()) == 1999 + 17 && strstr(mbk_last_error(), "; do this; and that") != NULL);
+    CHECK_INT(mbk_last_status(), MBK_EIO);
+    longfmt[1990] = longfmt[1999] = 'x';
+    mbk_set_error(MBK_EINVAL, "%s", longfmt); /* 5999 bytes: cut, not overflowing, and marked */
+    CHECK(strlen(mbk_last_error()) == MBK_ERROR_MAX - 1);
+    CHECK(strcmp(mbk_last_error() + MBK_ERROR_MAX - 6, "[...]") == 0);
     mbk_clear_error();
     CHECK_INT(mbk_last_status(), MBK_OK);
     CHECK(mbk_last_error()[0] == '\0');

@@ -16,7 +16,13 @@
  *    State left at the previous stage;
  *  - per-State calls: NULL pointers, bad indices, too low a stage, stale
  *    States, bad tolerances; failing assembly and projection leave the
- *    State unchanged; a singular configuration (a Rod whose points meet). */
+ *    State unchanged; a singular configuration (a Rod whose points meet);
+ *  - every built-in constraint's add function names itself in its errors
+ *    (not mbk_constraint_add_custom, which they are built on);
+ *  - a custom constraint whose error callback returns NaN: MBK_ENOTFINITE
+ *    naming the constraint and the callback as the bug, not advice to
+ *    "start closer to a valid configuration". */
+#include <math.h>
 #include <mbk/mbk.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +88,10 @@ static mbk_function counted(const mbk_function_ops *ops)
 
 /* ---- a custom constraint whose callbacks can be told to fail ------------------- */
 
-typedef struct faulty { int fail; /* 0 none, 1 perr, 2 pverr, 3 paerr, 4 forces */ } faulty;
+typedef struct faulty {
+    int fail; /* 0 none, 1 perr, 2 pverr, 3 paerr, 4 forces fail; 5 perr NaN, 6 pverr Inf,
+                 7 perr NaN once q has moved from z = 0.3 (during assembly) */
+} faulty;
 static faulty faulty_impl;
 
 /* Constrained bodies {Ground, body 4}: body 4's origin at height z = 1
@@ -90,14 +99,16 @@ static faulty faulty_impl;
    be body 4 itself and its pose in A the identity. */
 static int fy_perr(void *impl, const mbk_constraint_args *a, double *e)
 {
-    if (((faulty *)impl)->fail == 1) return -42;
-    *e = mbk_constraint_get_body_transform(a, 1).p.z - 1.0;
+    int fail = ((faulty *)impl)->fail;
+    if (fail == 1) return -42;
+    double z = mbk_constraint_get_body_transform(a, 1).p.z;
+    *e = fail == 5 || (fail == 7 && fabs(z - 0.3) > 1e-12) ? NAN : z - 1.0;
     return 0;
 }
 static int fy_pverr(void *impl, const mbk_constraint_args *a, double *e)
 {
     if (((faulty *)impl)->fail == 2) return -1;
-    *e = mbk_constraint_get_body_velocity(a, 1).v.z;
+    *e = ((faulty *)impl)->fail == 6 ? -INFINITY : mbk_constraint_get_body_velocity(a, 1).v.z;
     return 0;
 }
 static int fy_paerr(void *impl, const mbk_constraint_args *a, double *e)
@@ -404,6 +415,104 @@ static void test_failing_callbacks(void)
     mbk_system_destroy(sys);
 }
 
+/* An error callback that reports success with NaN or Inf in its output: the bug
+   is named (constraint, callback, non-finite), at the stage of that level, and
+   assembly neither blames the starting configuration nor changes the State. */
+static void test_nonfinite_errors(void)
+{
+    mbk_system *sys = model();
+    mbk_matter *m = mbk_multibody_upd_matter(sys);
+    const int two[2] = {0, FREE};
+    CHECK_INT(mbk_constraint_add_custom(m, &faulty_ops, &faulty_impl, two, 2), 0);
+    mbk_system_realize_topology(sys);
+    mbk_state *s = mbk_state_create();
+    mbk_state_init(s, sys);
+    faulty_impl.fail = 5;
+    CHECK_INT(mbk_system_realize(sys, s, MBK_STAGE_TIME), MBK_OK);
+    CHECK_FAILS(mbk_system_realize(sys, s, MBK_STAGE_POSITION), MBK_ENOTFINITE);
+    const char *msg = mbk_last_error();
+    if (!CHECK(strstr(msg, "constraint 0 (FaultyHeight)") && strstr(msg, "calc_perr") &&
+               strstr(msg, "non-finite error value") && strstr(msg, "bug in that callback")))
+        fprintf(stderr, "    message: %s\n", msg);
+    CHECK_INT(mbk_state_get_stage(s), MBK_STAGE_TIME);
+    faulty_impl.fail = 6;
+    CHECK_INT(mbk_system_realize(sys, s, MBK_STAGE_POSITION), MBK_OK);
+    CHECK_FAILS(mbk_system_realize(sys, s, MBK_STAGE_VELOCITY), MBK_ENOTFINITE);
+    CHECK(strstr(mbk_last_error(), "calc_pverr") && strstr(mbk_last_error(), "-inf"));
+    CHECK_INT(mbk_state_get_stage(s), MBK_STAGE_POSITION);
+    /* assembly: NaN from the start, and NaN only once assembly has moved q */
+    faulty_impl.fail = 0;
+    int z = mbk_matter_get_body_q_start(m, s, FREE) + 6, nq = mbk_state_get_nq(s);
+    mbk_state_upd_q(s)[z] = 0.3;
+    double q[16];
+    memcpy(q, mbk_state_get_q(s), (size_t)nq * sizeof(double));
+    for (int fail = 5; fail <= 7; fail += 2) {
+        faulty_impl.fail = fail;
+        CHECK_FAILS(mbk_system_assemble(sys, s, 1e-10), MBK_ENOTFINITE);
+        msg = mbk_last_error();
+        if (!CHECK(strstr(msg, "calc_perr") && strstr(msg, "bug in that callback") && !strstr(msg, "Start closer") &&
+                   !strstr(msg, "stayed at")))
+            fprintf(stderr, "    fail %d: %s\n", fail, msg);
+        if (fail == 7) CHECK(strstr(msg, "mbk_system_assemble: stopped; the State was left unchanged") != NULL);
+        CHECK(memcmp(q, mbk_state_get_q(s), (size_t)nq * sizeof(double)) == 0);
+    }
+    faulty_impl.fail = 0;
+    CHECK_INT(mbk_system_assemble(sys, s, 1e-10), MBK_OK);
+    mbk_state_destroy(s);
+    mbk_system_destroy(sys);
+}
+
+/* The call failed with `status` and the message begins with the name of the
+   public function called. */
+#define CHECK_NAMED(call, status, name)                                                       \
+    do {                                                                                      \
+        CHECK_FAILS(call, status);                                                            \
+        if (!CHECK(strncmp(mbk_last_error(), name ": ", strlen(name) + 2) == 0))              \
+            fprintf(stderr, "    %s: message: %s\n", name, mbk_last_error());                 \
+    } while (0)
+
+/* Every built-in constraint names its own add function in its errors, for a body
+   that does not exist, NULL matter and a realized topology alike. */
+static void test_builtins_name_themselves(void)
+{
+    mbk_system *sys = model();
+    mbk_matter *m = mbk_multibody_upd_matter(sys);
+    mbk_vec3 z = mbk_vec3_zero(), n = mbk_vec3_make(0, 0, 1);
+    mbk_transform X = mbk_transform_identity();
+    mbk_mat33 I = mbk_mat33_identity();
+    const int b99[2] = {99, PIN}, q0[2] = {0, 0};
+    for (int pass = 0; pass < 3; ++pass) { /* 0: body 99, 1: NULL matter, 2: topology realized */
+        mbk_matter *mm = pass == 1 ? NULL : m;
+        int b = pass == 0 ? 99 : FREE, st = pass == 2 ? MBK_ESTAGE : MBK_EINVAL;
+        const int *cb = pass == 0 ? b99 : (const int[2]){PIN, SLIDER};
+        CHECK_NAMED(mbk_constraint_add_rod(mm, PIN, z, b, z, 1.0), st, "mbk_constraint_add_rod");
+        CHECK_NAMED(mbk_constraint_add_ball(mm, PIN, z, b, z), st, "mbk_constraint_add_ball");
+        CHECK_NAMED(mbk_constraint_add_weld(mm, PIN, &X, b, &X), st, "mbk_constraint_add_weld");
+        CHECK_NAMED(mbk_constraint_add_point_in_plane(mm, PIN, n, 0.0, b, z), st, "mbk_constraint_add_point_in_plane");
+        CHECK_NAMED(mbk_constraint_add_point_on_line(mm, PIN, n, z, b, z), st, "mbk_constraint_add_point_on_line");
+        CHECK_NAMED(mbk_constraint_add_constant_angle(mm, PIN, n, b, n, 1.0), st, "mbk_constraint_add_constant_angle");
+        CHECK_NAMED(mbk_constraint_add_constant_orientation(mm, PIN, &I, b, &I), st,
+                    "mbk_constraint_add_constant_orientation");
+        CHECK_NAMED(mbk_constraint_add_no_slip_1d(mm, 0, z, n, PIN, b), st, "mbk_constraint_add_no_slip_1d");
+        CHECK_NAMED(mbk_constraint_add_constant_speed(mm, cb[0], 0, 1.0), st, "mbk_constraint_add_constant_speed");
+        CHECK_NAMED(mbk_constraint_add_constant_acceleration(mm, cb[0], 0, 1.0), st,
+                    "mbk_constraint_add_constant_acceleration");
+        CHECK_NAMED(mbk_constraint_add_prescribed_motion(mm, counted(&one_arg_ops), cb[0], 0), st,
+                    "mbk_constraint_add_prescribed_motion");
+        CHECK_NAMED(mbk_constraint_add_coordinate_coupler(mm, counted(&two_arg_ops), cb, q0, 2), st,
+                    "mbk_constraint_add_coordinate_coupler");
+        CHECK_NAMED(mbk_constraint_add_speed_coupler(mm, counted(&two_arg_ops), cb, q0, 2), st,
+                    "mbk_constraint_add_speed_coupler");
+        const int one[1] = {b};
+        CHECK_NAMED(mbk_constraint_add_custom(mm, &faulty_ops, &faulty_impl, one, 1), st, "mbk_constraint_add_custom");
+        CHECK_NAMED(mbk_constraint_add_custom_with_mobilities(mm, &faulty_ops, &faulty_impl, one, 1, NULL, NULL, 0),
+                    st, "mbk_constraint_add_custom_with_mobilities");
+        if (pass == 1) CHECK_INT(mbk_system_realize_topology(sys), MBK_OK);
+    }
+    CHECK_INT(mbk_matter_get_num_constraints(m), 0);
+    mbk_system_destroy(sys);
+}
+
 /* Per-State calls. */
 static void test_state_calls(void)
 {
@@ -610,6 +719,8 @@ int main(void)
     test_functions();
     test_inconsistent();
     test_failing_callbacks();
+    test_nonfinite_errors();
+    test_builtins_name_themselves();
     test_state_calls();
     test_failed_projections();
     test_singular_rod();

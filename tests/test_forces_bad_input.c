@@ -14,7 +14,9 @@
  * a Ball's q (qdot != u), refused when Instance is realized; custom elements
  * whose callbacks fail (-1: MBK_EUSER naming the element; +1: MBK_ERETRY;
  * an mbk status they recorded passes through), after which the State is back
- * at the stage before and a retry works.
+ * at the stage before and a retry works. Every built-in element's add function
+ * names itself in its errors (NULL force subsystem, a bad parameter, a realized
+ * topology), as mbk_force_set_parameters does with the element.
  */
 #include <mbk/mbk.h>
 #include <stdlib.h>
@@ -647,9 +649,64 @@ static void test_failing_positions_only(void)
     mbk_system_destroy(md.sys);
 }
 
+/* The message of the last failure begins with the public function's name. */
+#define CHECK_NAMED(call, status, name)                                                                    \
+    do {                                                                                                   \
+        mbk_clear_error();                                                                                 \
+        int rc_ = (call);                                                                                  \
+        if (!CHECK(rc_ == (status) && strncmp(mbk_last_error(), name ": ", strlen(name) + 2) == 0))        \
+            fprintf(stderr, "    %s: %s: %s\n", name, mbk_status_name(rc_), mbk_last_error());              \
+    } while (0)
+
+static void test_builtins_name_themselves(void)
+{
+    model md;
+    build(&md, false);
+    mbk_transform X = mbk_transform_identity();
+    const double k6[6] = {1, 1, 1, 1, 1, 1}, neg6[6] = {1, 1, -1, 1, 1, 1};
+    const double hc[6] = {1e6, 0.1, 0.5, 0.4, 0.1, 0.01}, hc_bad[6] = {-1, 0.1, 0.5, 0.4, 0.1, 0.01};
+    mbk_vec3 g = mbk_vec3_make(0, 0, -9.8), n = mbk_vec3_make(NAN, 0, 0);
+    for (int pass = 0; pass < 3; ++pass) { /* 0: NULL forces, 1: a bad value, 2: topology realized */
+        mbk_forces *f = pass == 0 ? NULL : md.f;
+        bool bad = pass == 1;
+        int st = pass == 2 ? MBK_ESTAGE : MBK_EINVAL;
+        CHECK_NAMED(mbk_force_add_gravity(f, bad ? n : g), st, "mbk_force_add_gravity");
+        CHECK_NAMED(mbk_force_add_two_point_linear_spring(f, 1, Z, 2, Z, bad ? -1.0 : 1.0, 0.1), st,
+                    "mbk_force_add_two_point_linear_spring");
+        CHECK_NAMED(mbk_force_add_two_point_linear_damper(f, 1, Z, 2, Z, bad ? -1.0 : 1.0), st,
+                    "mbk_force_add_two_point_linear_damper");
+        CHECK_NAMED(mbk_force_add_two_point_constant_force(f, 1, Z, 2, Z, bad ? NAN : 1.0), st,
+                    "mbk_force_add_two_point_constant_force");
+        CHECK_NAMED(mbk_force_add_mobility_linear_spring(f, 1, 0, bad ? -1.0 : 1.0, 0.0), st,
+                    "mbk_force_add_mobility_linear_spring");
+        CHECK_NAMED(mbk_force_add_mobility_linear_damper(f, 1, 0, bad ? -1.0 : 1.0), st,
+                    "mbk_force_add_mobility_linear_damper");
+        CHECK_NAMED(mbk_force_add_mobility_constant_force(f, 1, 0, bad ? INFINITY : 1.0), st,
+                    "mbk_force_add_mobility_constant_force");
+        CHECK_NAMED(mbk_force_add_mobility_linear_stop(f, 1, 0, 10.0, 0.1, bad ? 1.0 : -1.0, bad ? -1.0 : 1.0), st,
+                    "mbk_force_add_mobility_linear_stop");
+        CHECK_NAMED(mbk_force_add_constant_force(f, 1, Z, bad ? n : g), st, "mbk_force_add_constant_force");
+        CHECK_NAMED(mbk_force_add_constant_torque(f, 1, bad ? n : g), st, "mbk_force_add_constant_torque");
+        CHECK_NAMED(mbk_force_add_linear_bushing(f, 1, &X, 2, &X, bad ? neg6 : k6, k6), st,
+                    "mbk_force_add_linear_bushing");
+        CHECK_NAMED(mbk_force_add_hunt_crossley_sphere(f, 1, Z, 0.1, 0.0, bad ? hc_bad : hc), st,
+                    "mbk_force_add_hunt_crossley_sphere");
+        if (pass == 1) MUST(mbk_system_realize_topology(md.sys));
+    }
+    /* and mbk_force_set_parameters names the element whose check failed */
+    mbk_state *s = new_state(&md);
+    MUST(mbk_system_realize(md.sys, s, MBK_STAGE_INSTANCE));
+    double p[4] = {100.0, 0.1, 0.5, -0.5}; /* element 3: the stop, limits crossed */
+    CHECK_NAMED(mbk_force_set_parameters(md.f, s, 3, p, 4), MBK_EINVAL, "mbk_force_set_parameters");
+    CHECK(strstr(mbk_last_error(), "element 3 (mobility linear stop): lower limit 0.5 is above upper limit -0.5"));
+    mbk_state_destroy(s);
+    mbk_system_destroy(md.sys);
+}
+
 int main(void)
 {
     test_adding();
+    test_builtins_name_themselves();
     test_state_calls();
     test_qdot_not_u();
     test_failing_callbacks();

@@ -19,7 +19,7 @@ static const double PI = 3.14159265358979323846;
 /* Damped oscillator subsystem with failure injection                   */
 /* ------------------------------------------------------------------ */
 
-enum { FAIL_NONE, FAIL_RECOVERABLE, FAIL_FATAL, FAIL_NAN };
+enum { FAIL_NONE, FAIL_RECOVERABLE, FAIL_FATAL, FAIL_NAN, FAIL_LONG };
 
 typedef struct osc {
     double m, k, c;
@@ -66,6 +66,13 @@ static int osc_acceleration(void *impl, const mbk_subsystem_ctx *c, mbk_state *s
             break;
         case FAIL_FATAL: mbk_set_error(MBK_EUSER, "injected fatal failure at t = %g", t); return -1;
         case FAIL_NAN: a = NAN; break;
+        case FAIL_LONG: { /* a long message whose advice comes last */
+            char why[1500];
+            memset(why, 'w', sizeof why - 1);
+            why[sizeof why - 1] = '\0';
+            mbk_set_error(MBK_EUSER, "injected failure: %s; ADVICE-AT-THE-END", why);
+            return -1;
+        }
         default: break;
         }
     }
@@ -552,6 +559,25 @@ static void test_failures(void)
             mbk_state_destroy(s);
             mbk_system_destroy(sys);
         }
+        /* a failure with a long message: the integrator's message keeps both its own
+           news (the State is the last good one) and the whole cause, advice included */
+        {
+            mbk_system *sys = make_osc(NULL, FAIL_LONG, 0.5);
+            mbk_integrator *ig = make((which)w, sys);
+            mbk_state *s = default_state(sys);
+            if (w == I_RK4 || w == I_EULER || w == I_SEMI) mbk_integrator_set_fixed_step(ig, 0.01);
+            CHECK_INT(mbk_integrator_initialize(ig, s), MBK_OK);
+            CHECK_INT(mbk_integrator_step_to(ig, 1.0), MBK_EUSER);
+            const char *msg = mbk_last_error();
+            if (!CHECK(strstr(msg, "last good one") != NULL && strstr(msg, "ADVICE-AT-THE-END") != NULL &&
+                       strlen(msg) > 1500))
+                fprintf(stderr, "    %s: %zu bytes: %.200s ... %s\n", names[w], strlen(msg), msg,
+                        strlen(msg) > 100 ? msg + strlen(msg) - 100 : msg);
+            CHECK(strstr(msg, "last good one") < strstr(msg, "wwww")); /* what happened to the State first */
+            mbk_integrator_destroy(ig);
+            mbk_state_destroy(s);
+            mbk_system_destroy(sys);
+        }
         /* too many steps: MBK_EINTEGRATOR, the State is good, a second call continues */
         {
             mbk_system *sys = make_osc(NULL, FAIL_NONE, 0);
@@ -567,6 +593,25 @@ static void test_failures(void)
             CHECK(t1 > 0 && t1 < 10);
             CHECK(mbk_integrator_step_to(ig, 10.0) == MBK_EINTEGRATOR);
             CHECK(mbk_integrator_get_time(ig) > t1);
+            mbk_integrator_destroy(ig);
+            mbk_state_destroy(s);
+            mbk_system_destroy(sys);
+        }
+        /* a minimum step too large for the accuracy: the message names the setting to lower */
+        {
+            mbk_system *sys = make_osc(NULL, FAIL_NONE, 0);
+            mbk_integrator *ig = make((which)w, sys);
+            mbk_state *s = default_state(sys);
+            mbk_integrator_set_accuracy(ig, 1e-10);
+            CHECK_INT(mbk_integrator_set_min_step(ig, 0.3), MBK_OK);
+            int rc = mbk_integrator_initialize(ig, s);
+            if (rc == MBK_OK) rc = mbk_integrator_step_to(ig, 3.0);
+            printf("  %-20s minimum step 0.3 at accuracy 1e-10: %s\n    %s\n", names[w], mbk_status_name(rc),
+                   mbk_last_error());
+            CHECK(rc < 0);
+            if (!CHECK(strstr(mbk_last_error(), "mbk_integrator_set_min_step") != NULL &&
+                       strstr(mbk_last_error(), "lower") != NULL))
+                fprintf(stderr, "    %s: %s\n", names[w], mbk_last_error());
             mbk_integrator_destroy(ig);
             mbk_state_destroy(s);
             mbk_system_destroy(sys);

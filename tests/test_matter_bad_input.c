@@ -182,6 +182,7 @@ typedef struct add_case {
     mbk_mass_props mp;
     mbk_mobilizer mob;
     int want;
+    const char *needle; /* the message must say this (NULL: anything) */
 } add_case;
 
 static void check_refused_add(mbk_system *sys, const add_case *c, int line)
@@ -192,7 +193,7 @@ static void check_refused_add(mbk_system *sys, const add_case *c, int line)
     mbk_clear_error();
     int rc = mbk_matter_add_body(m, c->parent, c->null_X_PF ? NULL : &c->X_PF, c->null_body ? NULL : &c->mp,
                                  c->null_X_BM ? NULL : &c->X_BM, c->mob);
-    refused(rc, c->want, NULL, c->what, line);
+    refused(rc, c->want, c->needle, c->what, line);
     take_tree(&after, sys);
     char buf[300];
     snprintf(buf, sizeof buf, "%s: tree unchanged", c->what);
@@ -210,7 +211,7 @@ static void test_add_body(void)
     int nb = mbk_matter_get_num_bodies(m);
     CHECK_INT(nb, 4);
 
-    add_case base = {"", 1, 0, 0, 0, good, good, mp, {NULL, NULL}, MBK_EINVAL};
+    add_case base = {"", 1, 0, 0, 0, good, good, mp, {NULL, NULL}, MBK_EINVAL, NULL};
     base.mob = mbk_mobilizer_pin();
     add_case cases[48];
     int n = 0;
@@ -231,12 +232,23 @@ static void test_add_body(void)
     CASE("infinite com", c_.mp.com.z = -inf);
     CASE("NaN inertia", c_.mp.inertia.m[1][1] = nan);
     CASE("NaN off-diagonal inertia", c_.mp.inertia.m[0][2] = c_.mp.inertia.m[2][0] = nan);
-    CASE("asymmetric inertia", c_.mp.inertia.m[0][1] = 0.1);
-    CASE("negative-definite inertia", c_.mp.inertia = mbk_mat33_diag(-0.3, -0.4, -0.5));
-    CASE("indefinite inertia", c_.mp.inertia = mbk_mat33_diag(1.0, 1.0, -0.5));
-    CASE("inertia violating the triangle inequality", c_.mp.inertia = mbk_mat33_diag(1.0, 1.0, 3.0));
+    CASE("asymmetric inertia", (c_.mp.inertia.m[0][1] = 0.1, c_.needle = "not symmetric"));
+    CASE("negative-definite inertia",
+         (c_.mp.inertia = mbk_mat33_diag(-0.3, -0.4, -0.5), c_.needle = "not positive semidefinite"));
+    CASE("indefinite inertia", (c_.mp.inertia = mbk_mat33_diag(1.0, 1.0, -0.5), c_.needle = "not positive semidefinite"));
+    CASE("inertia violating the triangle inequality",
+         (c_.mp.inertia = mbk_mat33_diag(1.0, 1.0, 3.0), c_.needle = "triangle inequality"));
     CASE("rotated inertia violating the triangle inequality",
-         c_.mp.inertia = mbk_mat33_mul_transpose(mbk_mat33_mul(R, mbk_mat33_diag(1.0, 2.0, 3.5)), R));
+         (c_.mp.inertia = mbk_mat33_mul_transpose(mbk_mat33_mul(R, mbk_mat33_diag(1.0, 2.0, 3.5)), R),
+          c_.needle = "triangle inequality"));
+    /* too large to check and simulate: said so with the limit, not called indefinite or massless */
+    CASE("mass 1e306 kg, inertia 1e110 (overflows the checks)",
+         (c_.mp = mbk_mass_props_from_central(1e306, mbk_vec3_zero(), mbk_mat33_diag(1e110, 1e110, 1e110)),
+          c_.needle = "too large to check and simulate"));
+    CASE("inertia 1e110 on 1 kg", (c_.mp.inertia = mbk_mat33_diag(1e110, 1e110, 1e110), c_.needle = "limit for each is 1e+100"));
+    CASE("1e60 kg at 1e25 m (1e110 about the origin)",
+         (c_.mp = mbk_mass_props_from_central(1e60, mbk_vec3_make(1e25, 0, 0), mbk_mat33_diag(1, 1, 1)),
+          c_.needle = "MBK_MASS_PROPS_MAX"));
     CASE("NaN in X_PF.R", c_.X_PF.R.m[2][1] = nan);
     CASE("NaN in X_PF.p", c_.X_PF.p.x = nan);
     CASE("infinite X_PF.p", c_.X_PF.p.y = inf);
@@ -713,6 +725,24 @@ static void test_singular(void)
         CHECK(ud && isfinite(ud[0]));
         mbk_state_destroy(s);
         mbk_system_destroy(ok);
+    }
+
+    /* Overflow is not a singularity: a body 1e200 m out along a Slider makes the Pin's
+       articulated inertia infinite; the message says so instead of blaming mass. */
+    {
+        mbk_mass_props mp = unit_body();
+        sys = make_chain(mp, mbk_mobilizer_slider());
+        mbk_state *s = state_at(sys, MBK_STAGE_MODEL);
+        mbk_state_upd_q(s)[1] = 1e200;
+        CHECK_INT(mbk_system_realize(sys, s, MBK_STAGE_VELOCITY), MBK_OK);
+        mbk_clear_error();
+        /* the articulated inertias are computed at Acceleration (lazily) */
+        refused(mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION), MBK_ENOTFINITE, "overflowed", "slider at 1e200 m",
+                __LINE__);
+        CHECK(strstr(last_msg, "massless") == NULL && strstr(last_msg, "1e+100") != NULL);
+        CHECK_INT(mbk_state_get_stage(s), MBK_STAGE_DYNAMICS);
+        mbk_state_destroy(s);
+        mbk_system_destroy(sys);
     }
 
     /* A point mass on the Pin's axis has no inertia about it either: the

@@ -988,6 +988,16 @@ static void test_validity(void)
     CHECK(!mbk_mat33_is_spd(mbk_mat33_from_rows(mbk_vec3_make(2, 1, 1), mbk_vec3_make(1, 2, 1),
                                                 mbk_vec3_make(1, 1, 0.5)))); /* det = -0.5 */
     CHECK(!mbk_mat33_is_spd(mbk_mat33_rotate_congruence(R, mbk_mat33_diag(0, 1, 1))));
+    /* any finite scale: the minors of 1e110 entries (1e330) must not overflow, nor
+       those of 1e-110 entries underflow */
+    CHECK(mbk_mat33_is_spd(mbk_mat33_diag(1e110, 1e110, 1e110)));
+    CHECK(mbk_mat33_is_spd(mbk_mat33_rotate_congruence(R, mbk_mat33_diag(1e300, 2e300, 3e300))));
+    CHECK(mbk_mat33_is_spd(mbk_mat33_diag(1e-110, 2e-110, 3e-110)));
+    CHECK(!mbk_mat33_is_spd(mbk_mat33_diag(1e110, 1e110, -1e110)));
+    CHECK(mbk_mat33_is_psd(mbk_mat33_diag(1e200, 0, 1e200)));
+    CHECK(!mbk_mat33_is_psd(mbk_mat33_rotate_congruence(R, mbk_mat33_diag(1e200, -1e195, 1e200))));
+    CHECK(mbk_mat33_is_psd(mbk_mat33_diag(1e-200, 0, 1e-200)));
+    CHECK(!mbk_mat33_is_psd(mbk_mat33_diag(-1e-200, 0, 1e-200)));
     A = mbk_mat33_diag(1, 2, 3);
     A.m[0][1] = 0.1; /* not symmetric */
     CHECK(!mbk_mat33_is_spd(A));

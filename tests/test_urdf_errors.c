@@ -1,9 +1,15 @@
 /* Every error path of the URDF loader: each bad input gives the expected
  * status, a message naming the source, the line and the element, *out set
  * to NULL, and no crash or leak (run under the sanitizers in CI). */
+#define _POSIX_C_SOURCE 200809L
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <mbk/mbk.h>
 #include <mbk/urdf.h>
@@ -27,7 +33,16 @@ typedef struct bad_case {
     const char *expect[3]; /* substrings of the message */
 } bad_case;
 
+#define BIG_LINK(mass, moment)                                                                 \
+    "<link name=\"a\"><inertial><mass value=\"" mass "\"/><inertia ixx=\"" moment "\" iyy=\"" moment \
+    "\" izz=\"" moment "\" ixy=\"0\" ixz=\"0\" iyz=\"0\"/></inertial></link>\n"
+
 static const bad_case cases[] = {
+    /* values whose checks overflow: called too large, with the limit (not "not positive definite") */
+    {"mass too large to check", HEAD WORLD BIG_LINK("1e306", "1e110") JOINT("j", "revolute", "world", "a") "</robot>\n",
+     MBK_EPARSE, {":3: <mass> in <link name=\"a\">", "too large to check", "limit is 1e+100 kg"}},
+    {"inertia too large to check", HEAD WORLD BIG_LINK("1", "1e110") JOINT("j", "revolute", "world", "a") "</robot>\n",
+     MBK_EPARSE, {":3: <inertia> in <link name=\"a\">", "too large to check", "MBK_MASS_PROPS_MAX"}},
     {"empty input", "", MBK_EPARSE, {"<string>:1:", "malformed XML", "no element found"}},
     {"unclosed tag", HEAD WORLD "<link name=\"a\">\n</robot>\n", MBK_EPARSE, {":4:", "malformed XML", "mismatched tag"}},
     {"text after the root", HEAD WORLD "</robot>\n<robot/>\n", MBK_EPARSE, {":4:", "junk after document element"}},
@@ -193,17 +208,16 @@ static void test_limits_and_arguments(void)
         fclose(f);
         o.max_bytes = 4096;
         CHECK(mbk_urdf_load(path, &o, &sys) == MBK_EPARSE && sys == NULL);
-        CHECK(contains(mbk_last_error(), path) && contains(mbk_last_error(), "larger than 4096"));
+        CHECK(contains(mbk_last_error(), path) && contains(mbk_last_error(), "limit of 4096 bytes"));
         o.max_bytes = (size_t)1 << 20;
         CHECK(mbk_urdf_load(path, &o, &sys) == MBK_OK && sys != NULL);
         mbk_system_destroy(sys);
         remove(path);
     }
-    /* a file that does not exist, and a directory */
+    /* a file that does not exist */
     CHECK(mbk_urdf_load("no/such/file.urdf", NULL, &sys) == MBK_EIO && sys == NULL);
     CHECK(contains(mbk_last_error(), "no/such/file.urdf") && contains(mbk_last_error(), "cannot open"));
-    int rc = mbk_urdf_load(".", NULL, &sys);
-    CHECK((rc == MBK_EIO || rc == MBK_EPARSE) && sys == NULL);
+    CHECK(contains(mbk_last_error(), "no such file") && contains(mbk_last_error(), "expected the path of a URDF file"));
     /* source name in messages */
     o = mbk_urdf_options_default();
     o.source_name = "my-robot";
@@ -228,6 +242,68 @@ static void test_limits_and_arguments(void)
     CHECK(mbk_urdf_get_joint_type(plain, 0) == NULL && mbk_urdf_get_robot_name(plain) == NULL);
     CHECK(mbk_urdf_find_joint(NULL, "j") == -1 && mbk_urdf_get_robot_name(NULL) == NULL);
     mbk_system_destroy(plain);
+}
+
+/* Paths that are not regular files: refused before reading, saying what was found
+   and what was expected. A FIFO with no writer used to block the loader forever:
+   an alarm ends this process if that comes back (and ctest has a TIMEOUT). */
+static void expect_not_a_file(const char *path, const char *kind)
+{
+    mbk_system *sys = (mbk_system *)&sys; /* not NULL: the loader must clear it */
+    alarm(20);
+    int rc = mbk_urdf_load(path, NULL, &sys);
+    alarm(0);
+    const char *msg = mbk_last_error();
+    int ok = CHECK(rc == MBK_EIO && sys == NULL);
+    ok &= CHECK(contains(msg, path) && contains(msg, kind));
+    ok &= CHECK(contains(msg, "expected a regular file"));
+    if (!ok)
+        fprintf(stderr, "  %s: rc %d, message: %s\n", path, rc, msg);
+}
+
+static void test_not_regular_files(void)
+{
+    char dir[] = "/tmp/mbk-urdf-errors-XXXXXX", path[256];
+    if (!CHECK(mkdtemp(dir) != NULL)) return;
+    signal(SIGALRM, SIG_DFL);
+    expect_not_a_file(dir, "it is a directory");
+    snprintf(path, sizeof path, "%s/robot.urdf", dir);
+    if (CHECK(mkdir(path, 0700) == 0)) expect_not_a_file(path, "it is a directory"); /* a directory named .urdf */
+    rmdir(path);
+    snprintf(path, sizeof path, "%s/pipe.urdf", dir);
+    if (CHECK(mkfifo(path, 0600) == 0)) expect_not_a_file(path, "it is a FIFO");
+    remove(path);
+    if (access("/dev/null", F_OK) == 0) expect_not_a_file("/dev/null", "it is a character device");
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sun_family = AF_UNIX;
+    snprintf(addr.sun_path, sizeof addr.sun_path, "%.64s/sock.urdf", dir);
+    snprintf(path, sizeof path, "%s", addr.sun_path);
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&addr, sizeof addr) == 0) expect_not_a_file(path, "it is a socket");
+    if (fd >= 0) close(fd);
+    remove(path);
+    /* a path through a file, and a file that cannot be read */
+    mbk_system *sys = NULL;
+    snprintf(path, sizeof path, "%s/plain.urdf", dir);
+    FILE *f = fopen(path, "w");
+    if (CHECK(f != NULL)) {
+        fputs("<robot name=\"r\"><link name=\"a\"/></robot>\n", f);
+        fclose(f);
+        char below[300];
+        snprintf(below, sizeof below, "%s/x.urdf", path);
+        CHECK(mbk_urdf_load(below, NULL, &sys) == MBK_EIO && sys == NULL);
+        CHECK(contains(mbk_last_error(), "not a directory"));
+        if (geteuid() != 0 && chmod(path, 0) == 0) { /* root reads anything */
+            CHECK(mbk_urdf_load(path, NULL, &sys) == MBK_EIO && sys == NULL);
+            CHECK(contains(mbk_last_error(), "permission denied") && contains(mbk_last_error(), "make it readable"));
+            chmod(path, 0600);
+        }
+        CHECK(mbk_urdf_load(path, NULL, &sys) == MBK_OK && sys != NULL); /* the same file, readable */
+        mbk_system_destroy(sys);
+    }
+    remove(path);
+    rmdir(dir);
 }
 
 /* Fail the k-th allocation: the loader must report MBK_ENOMEM (or the error it
@@ -286,6 +362,7 @@ int main(void)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) run_case(&cases[i]);
     printf("%zu malformed or unsupported inputs refused with file, line and element\n", sizeof cases / sizeof *cases);
     test_limits_and_arguments();
+    test_not_regular_files();
     test_out_of_memory();
     return mbk_test_finish();
 }

@@ -23,6 +23,11 @@
 #include "mbk/function.h"
 #include "mbk/matter.h"
 
+/* Declarations here are the public API: exported from the shared library, whose
+   other symbols are hidden (CMakeLists.txt, "symbol visibility"). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -186,5 +191,8 @@ int mbk_matter_get_constraint_rank(const mbk_matter *m, const mbk_state *s, int 
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 #endif

@@ -46,6 +46,11 @@
 #include <stdbool.h>
 #include "mbk/stage.h"
 
+/* Declarations here are the public API: exported from the shared library, whose
+   other symbols are hidden (CMakeLists.txt, "symbol visibility"). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -127,5 +132,8 @@ int mbk_system_call_periodic_reporters(const mbk_system *sys, const mbk_state *s
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 #endif

@@ -19,6 +19,11 @@
 #include <stdbool.h>
 #include "mbk/matter.h"
 
+/* Declarations here are the public API: exported from the shared library, whose
+   other symbols are hidden (CMakeLists.txt, "symbol visibility"). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -131,5 +136,8 @@ int mbk_force_calc_potential_energy(const mbk_forces *f, const mbk_state *s, int
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 #endif

@@ -56,6 +56,11 @@
 #include "mbk/state.h"
 #include "mbk/system.h"
 
+/* Declarations here are the public API: exported from the shared library, whose
+   other symbols are hidden (CMakeLists.txt, "symbol visibility"). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -261,5 +266,8 @@ int mbk_system_calc_ydot_jacobian(const mbk_system *sys, mbk_state *s, double *J
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 #endif

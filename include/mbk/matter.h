@@ -16,6 +16,11 @@
 #include "mbk/mobilizer.h"
 #include "mbk/system.h"
 
+/* Declarations here are the public API: exported from the shared library, whose
+   other symbols are hidden (CMakeLists.txt, "symbol visibility"). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -37,6 +42,11 @@ mbk_spatial_vec *mbk_multibody_upd_body_forces(const mbk_system *sys, const mbk_
 const double *mbk_multibody_get_mobility_forces(const mbk_system *sys, const mbk_state *s);
 /* Writable mobility-force accumulator; zeroed at the start of Dynamics. */
 double *mbk_multibody_upd_mobility_forces(const mbk_system *sys, const mbk_state *s);
+
+/* Largest mass (kg) and largest inertia entry (kg m^2) mbk_matter_add_body accepts, also
+   for the inertia about the body origin: the dynamics multiply masses, inertias and
+   distances, and beyond this the products overflow double precision. */
+#define MBK_MASS_PROPS_MAX 1e100
 
 /* Add a body (mass properties about its centre of mass, in B) on a mobilizer to `parent`;
    returns its index. The call takes the mobilizer's impl: the System destroys it
@@ -140,5 +150,8 @@ int mbk_matter_calc_system_momentum(const mbk_matter *m, const mbk_state *s, mbk
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 #endif

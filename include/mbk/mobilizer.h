@@ -14,6 +14,11 @@
 #include "mbk/function.h"
 #include "mbk/spatial.h"
 
+/* Declarations here are the public API: exported from the shared library, whose
+   other symbols are hidden (CMakeLists.txt, "symbol visibility"). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -118,5 +123,8 @@ int mbk_mobilizer_get_nq(const mbk_mobilizer *m, bool euler);
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 #endif

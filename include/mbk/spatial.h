@@ -7,6 +7,11 @@
 #include <float.h>
 #include <math.h>
 
+/* Declarations here are the public API: exported from the shared library, whose
+   other symbols are hidden (CMakeLists.txt, "symbol visibility"). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -716,26 +721,32 @@ static inline int mbk_mat33_is_symmetric(mbk_mat33 A)
 }
 
 /* 1 if A is symmetric positive definite (Sylvester: leading minors above a
- * small relative tolerance), else 0 (also 0 if not finite) */
+ * small relative tolerance), else 0 (also 0 if not finite); any finite scale */
 static inline int mbk_mat33_is_spd(mbk_mat33 A)
 {
     double s = mbk_mat33_max_abs(A), t = MBK_SPATIAL_RTOL;
-    double d2 = A.m[0][0] * A.m[1][1] - A.m[0][1] * A.m[1][0];
+    int i, j;
     if (!mbk_mat33_is_symmetric(A) || !(s > 0.0)) return 0;
-    return A.m[0][0] > t * s && d2 > t * s * s && mbk_mat33_det(A) > t * s * s * s;
+    for (i = 0; i < 3; i++) /* scaled to max |entry| = 1: the minors cannot overflow */
+        for (j = 0; j < 3; j++) A.m[i][j] /= s;
+    return A.m[0][0] > t && A.m[0][0] * A.m[1][1] - A.m[0][1] * A.m[1][0] > t && mbk_mat33_det(A) > t;
 }
 
 /* 1 if A is symmetric positive semidefinite (all principal minors at least
- * minus a small relative tolerance), else 0 (also 0 if not finite) */
+ * minus a small relative tolerance), else 0 (also 0 if not finite); any finite scale */
 static inline int mbk_mat33_is_psd(mbk_mat33 A)
 {
     double (*a)[3] = A.m;
-    double s = mbk_mat33_max_abs(A), t = MBK_SPATIAL_RTOL * s, t2 = t * s, t3 = t2 * s;
+    double s = mbk_mat33_max_abs(A), t = MBK_SPATIAL_RTOL;
+    int i, j;
     if (!mbk_mat33_is_symmetric(A)) return 0;
+    if (s == 0.0) return 1;
+    for (i = 0; i < 3; i++) /* scaled to max |entry| = 1: the minors cannot overflow */
+        for (j = 0; j < 3; j++) a[i][j] /= s;
     return a[0][0] >= -t && a[1][1] >= -t && a[2][2] >= -t &&
-           a[0][0] * a[1][1] - a[0][1] * a[1][0] >= -t2 &&
-           a[0][0] * a[2][2] - a[0][2] * a[2][0] >= -t2 &&
-           a[1][1] * a[2][2] - a[1][2] * a[2][1] >= -t2 && mbk_mat33_det(A) >= -t3;
+           a[0][0] * a[1][1] - a[0][1] * a[1][0] >= -t &&
+           a[0][0] * a[2][2] - a[0][2] * a[2][0] >= -t &&
+           a[1][1] * a[2][2] - a[1][2] * a[2][1] >= -t && mbk_mat33_det(A) >= -t;
 }
 
 /* 1 if mp is physically valid: finite, mass >= 0, central inertia symmetric
@@ -753,5 +764,8 @@ static inline int mbk_mass_props_is_valid(mbk_mass_props mp)
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 #endif

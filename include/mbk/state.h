@@ -21,6 +21,11 @@
 #include "mbk/stage.h"
 #include "mbk/value.h"
 
+/* Declarations here are the public API: exported from the shared library, whose
+   other symbols are hidden (CMakeLists.txt, "symbol visibility"). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -234,5 +239,8 @@ double *mbk_state_upd_event_triggers(const mbk_state *s, int subsystem, mbk_stag
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 #endif

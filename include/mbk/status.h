@@ -7,6 +7,11 @@
 #ifndef MBK_STATUS_H
 #define MBK_STATUS_H
 
+/* Declarations here are the public API: exported from the shared library, whose
+   other symbols are hidden (CMakeLists.txt, "symbol visibility"). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -29,6 +34,11 @@ enum {
     MBK_ERETRY = -12       /* a user callback reported a recoverable failure */
 };
 
+/* Size of the message buffer behind mbk_last_error(), with its terminating NUL:
+   a message is at most MBK_ERROR_MAX - 1 bytes; a longer one (never seen in
+   practice) is cut and ends in "[...]". */
+#define MBK_ERROR_MAX 4096
+
 /* Name of a status code ("MBK_ESTAGE"), or "MBK_UNKNOWN". */
 const char *mbk_status_name(int status);
 /* Code of the last failure on this thread (MBK_OK if none since the last clear). */
@@ -48,5 +58,8 @@ int mbk_set_error(int status, const char *fmt, ...)
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 #endif

@@ -11,6 +11,11 @@
 #include "mbk/events.h"
 #include "mbk/state.h"
 
+/* Declarations here are the public API: exported from the shared library, whose
+   other symbols are hidden (CMakeLists.txt, "symbol visibility"). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -120,5 +125,8 @@ int mbk_system_next_scheduled_event(const mbk_system *sys, int subsystem, const 
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 #endif

@@ -23,7 +23,9 @@
  * floating_base.
  *
  * Errors: MBK_EINVAL for bad arguments, MBK_EIO when the file cannot be
- * read, MBK_EPARSE for malformed or unsupported input. The message names
+ * read (missing, unreadable, or not a regular file: a directory, FIFO,
+ * device or socket is refused before reading, so the call never blocks),
+ * MBK_EPARSE for malformed or unsupported input. The message names
  * the file, the line, the element and what is wrong, e.g.
  *     "arm.urdf:42: <joint name="elbow">: parent link 'uper_arm' does not exist".
  * Nothing is built on failure (*out is NULL). The loader never prints. */
@@ -35,6 +37,11 @@
 #include "mbk/system.h"
 #include "mbk/spatial.h"
 
+/* Declarations here are the public API: exported from the shared library, whose
+   other symbols are hidden (CMakeLists.txt, "symbol visibility"). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -103,5 +110,8 @@ const char *mbk_urdf_get_robot_name(const mbk_system *sys);
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 #endif

@@ -7,6 +7,11 @@
 #define MBK_VERSION_PATCH 0
 #define MBK_VERSION_STRING "0.1.0"
 
+/* Declarations here are the public API: exported from the shared library, whose
+   other symbols are hidden (CMakeLists.txt, "symbol visibility"). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -14,5 +19,8 @@ extern "C" {
 const char *mbk_version(void);
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 #endif

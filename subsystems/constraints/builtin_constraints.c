@@ -416,12 +416,12 @@ static const mbk_constraint_ops no_slip_ops = {"NoSlip1D", 0, 1, 0, NULL, NULL, 
 
 /* Copy impl to the heap and add the constraint; frees the copy if it is refused. */
 static int add_with(mbk_matter *m, const mbk_constraint_ops *ops, const void *data, size_t size, const int *bodies,
-                    int nb)
+                    int nb, const char *fn)
 {
     void *impl = mbk_malloc(size);
     if (!impl) return MBK_ENOMEM;
     memcpy(impl, data, size);
-    int rc = mbk_constraint_add_custom(m, ops, impl, bodies, nb);
+    int rc = ct_add(m, ops, impl, bodies, nb, NULL, NULL, 0, fn);
     if (rc < 0) mbk_free(impl);
     return rc;
 }
@@ -453,7 +453,7 @@ int mbk_constraint_add_rod(mbk_matter *m, int b1, mbk_vec3 s1, int b2, mbk_vec3 
     if (!finite3(s1, s2)) return mbk_set_error(MBK_EINVAL, "%s: stations must be finite", fn);
     const two_stations t = {s1, s2, length};
     const int bodies[2] = {b1, b2};
-    return add_with(m, &rod_ops, &t, sizeof t, bodies, 2);
+    return add_with(m, &rod_ops, &t, sizeof t, bodies, 2, fn);
 }
 
 int mbk_constraint_add_ball(mbk_matter *m, int b1, mbk_vec3 s1, int b2, mbk_vec3 s2)
@@ -461,7 +461,7 @@ int mbk_constraint_add_ball(mbk_matter *m, int b1, mbk_vec3 s1, int b2, mbk_vec3
     if (!finite3(s1, s2)) return mbk_set_error(MBK_EINVAL, "mbk_constraint_add_ball: stations must be finite");
     const two_stations t = {s1, s2, 0.0};
     const int bodies[2] = {b1, b2};
-    return add_with(m, &ball_ops, &t, sizeof t, bodies, 2);
+    return add_with(m, &ball_ops, &t, sizeof t, bodies, 2, "mbk_constraint_add_ball");
 }
 
 int mbk_constraint_add_weld(mbk_matter *m, int b1, const mbk_transform *X_B1F, int b2, const mbk_transform *X_B2M)
@@ -471,7 +471,7 @@ int mbk_constraint_add_weld(mbk_matter *m, int b1, const mbk_transform *X_B1F, i
         return mbk_set_error(MBK_EINVAL, "%s: frames must be finite rigid transforms", fn);
     frames fr = {X_B1F->R, X_B2M->R, {X_B1F->p, X_B2M->p, 0.0}};
     const int bodies[2] = {b1, b2};
-    return add_with(m, &weld_ops, &fr, sizeof fr, bodies, 2);
+    return add_with(m, &weld_ops, &fr, sizeof fr, bodies, 2, fn);
 }
 
 int mbk_constraint_add_constant_orientation(mbk_matter *m, int b1, const mbk_mat33 *R_B1F, int b2,
@@ -484,7 +484,7 @@ int mbk_constraint_add_constant_orientation(mbk_matter *m, int b1, const mbk_mat
     fr.R_B1F = *R_B1F;
     fr.R_B2M = *R_B2M;
     const int bodies[2] = {b1, b2};
-    return add_with(m, &orientation_ops, &fr, sizeof fr, bodies, 2);
+    return add_with(m, &orientation_ops, &fr, sizeof fr, bodies, 2, "mbk_constraint_add_constant_orientation");
 }
 
 int mbk_constraint_add_point_in_plane(mbk_matter *m, int plane_body, mbk_vec3 normal, double height, int follower,
@@ -501,7 +501,7 @@ int mbk_constraint_add_point_in_plane(mbk_matter *m, int plane_body, mbk_vec3 no
     p.s = station;
     p.rows = 1;
     const int bodies[2] = {plane_body, follower};
-    return add_with(m, &plane_ops, &p, sizeof p, bodies, 2);
+    return add_with(m, &plane_ops, &p, sizeof p, bodies, 2, fn);
 }
 
 int mbk_constraint_add_point_on_line(mbk_matter *m, int line_body, mbk_vec3 direction, mbk_vec3 point, int follower,
@@ -524,7 +524,7 @@ int mbk_constraint_add_point_on_line(mbk_matter *m, int line_body, mbk_vec3 dire
     p.s = station;
     p.rows = 2;
     const int bodies[2] = {line_body, follower};
-    return add_with(m, &line_ops, &p, sizeof p, bodies, 2);
+    return add_with(m, &line_ops, &p, sizeof p, bodies, 2, fn);
 }
 
 int mbk_constraint_add_constant_angle(mbk_matter *m, int base, mbk_vec3 base_axis, int follower, mbk_vec3 follower_axis,
@@ -537,7 +537,7 @@ int mbk_constraint_add_constant_angle(mbk_matter *m, int base, mbk_vec3 base_axi
     if (!isfinite(angle)) return mbk_set_error(MBK_EINVAL, "%s: angle must be finite", fn);
     c.cos_angle = cos(angle);
     const int bodies[2] = {base, follower};
-    return add_with(m, &angle_ops, &c, sizeof c, bodies, 2);
+    return add_with(m, &angle_ops, &c, sizeof c, bodies, 2, fn);
 }
 
 int mbk_constraint_add_no_slip_1d(mbk_matter *m, int case_body, mbk_vec3 point, mbk_vec3 direction, int b0, int b1)
@@ -554,5 +554,5 @@ int mbk_constraint_add_no_slip_1d(mbk_matter *m, int case_body, mbk_vec3 point, 
     c.k0 = 0;
     c.k1 = 1;
     c.kc = case_body == b0 ? 0 : case_body == b1 ? 1 : (n++, 2);
-    return add_with(m, &no_slip_ops, &c, sizeof c, bodies, n);
+    return add_with(m, &no_slip_ops, &c, sizeof c, bodies, n, fn);
 }

@@ -12,6 +12,7 @@
  * constraints (the rank is reported). */
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "mbk/alloc.h"
@@ -321,6 +322,13 @@ static int solve_positions(const mbk_matter *m, mbk_state *s, double tol, const 
         mu = mu * 0.1 < 1e-12 ? 0.0 : mu * 0.1;
     }
     if (rc == 0 && err <= tol) return MBK_OK;
+    if (rc < 0) { /* a realization failed: that is the cause, not the distance to the manifold */
+        char why[MBK_ERROR_MAX];
+        snprintf(why, sizeof why, "%s", mbk_last_error());
+        memcpy(mbk_state_upd_subsystem_q(s, m->sub), qsave, qbytes);
+        mbk_system_realize(sys, s, MBK_STAGE_POSITION);
+        return mbk_set_error(rc, "%s: stopped; the State was left unchanged. Cause: %s", what, why);
+    }
     memcpy(mbk_state_upd_subsystem_q(s, m->sub), qsave, qbytes);
     mbk_system_realize(sys, s, MBK_STAGE_POSITION);
     return mbk_set_error(rc < 0 ? rc : MBK_ECONVERGE,

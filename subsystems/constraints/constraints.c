@@ -22,11 +22,9 @@ static int common_ancestor(const mbk_matter *m, int a, int b)
     return a;
 }
 
-int mbk_constraint_add_custom_with_mobilities(mbk_matter *m, const mbk_constraint_ops *ops, void *impl,
-                                              const int *bodies, int n_bodies, const int *mob_bodies,
-                                              const int *coords, int n_mobilities)
+int ct_add(mbk_matter *m, const mbk_constraint_ops *ops, void *impl, const int *bodies, int n_bodies,
+           const int *mob_bodies, const int *coords, int n_mobilities, const char *fn)
 {
-    const char *fn = "mbk_constraint_add_custom";
     if (!m) return mbk_set_error(MBK_EINVAL, "%s: matter is NULL", fn);
     if (mbk_system_is_topology_realized(m->sys))
         return mbk_set_error(MBK_ESTAGE, "%s: the System's topology is realized; call "
@@ -80,15 +78,24 @@ int mbk_constraint_add_custom_with_mobilities(mbk_matter *m, const mbk_constrain
     }
     c.ops = *ops;
     c.impl = impl;
+    c.builtin = strncmp(fn, "mbk_constraint_add_custom", 25) != 0;
     cs->cons[cs->ncons] = c;
     cs->mmax += ops->mp + ops->mv + ops->ma;
     return cs->ncons++;
 }
 
+int mbk_constraint_add_custom_with_mobilities(mbk_matter *m, const mbk_constraint_ops *ops, void *impl,
+                                              const int *bodies, int n_bodies, const int *mob_bodies,
+                                              const int *coords, int n_mobilities)
+{
+    return ct_add(m, ops, impl, bodies, n_bodies, mob_bodies, coords, n_mobilities,
+                  "mbk_constraint_add_custom_with_mobilities");
+}
+
 int mbk_constraint_add_custom(mbk_matter *m, const mbk_constraint_ops *ops, void *impl, const int *bodies,
                               int n_bodies)
 {
-    return mbk_constraint_add_custom_with_mobilities(m, ops, impl, bodies, n_bodies, NULL, NULL, 0);
+    return ct_add(m, ops, impl, bodies, n_bodies, NULL, NULL, 0, "mbk_constraint_add_custom");
 }
 
 void ct_destroy(mbk_matter *m)
@@ -307,20 +314,24 @@ static int call_err(const mt_constraint *c, int which, const mbk_constraint_args
     return fn[which](c->impl, a, out);
 }
 
-/* A NaN or infinity among the errors constraint i just wrote (its slots start at
-   p, v and a in out) is a bug in its callback, not a configuration to move away from. */
-static int check_errors(const mt_constraint *c, int i, int level, const double *out, int p, int v, int a)
+/* A callback that reported success must have written finite values: a NaN would
+   otherwise surface later as a solve that "does not converge". */
+static int check_finite(const mt_constraint *c, int i, int which, const double *out, double t)
 {
-    static const char *what[3] = {"position", "velocity", "acceleration"};
-    const struct { int n, start; } part[3] = {
-        {level <= 2 ? c->ops.mp : 0, p}, {level >= 1 ? c->ops.mv : 0, v}, {level == 2 ? c->ops.ma : 0, a}};
-    for (int g = 0; g < 3; ++g) {
-        int k = mbk_find_nonfinite(out + part[g].start, part[g].n);
-        if (k < 0) continue;
-        return mbk_set_error(MBK_ENOTFINITE, "constraint %d (%s) returned a non-finite %s-level error "
-                             "(equation %d is %g) while the State's variables are finite: its error callback "
-                             "has a bug (a division by zero?)", i, c->ops.name ? c->ops.name : "custom",
-                             what[g], k, out[part[g].start + k]);
+    static const char *const names[6] = {"calc_perr", "calc_pverr", "calc_paerr",
+                                         "calc_verr", "calc_vaerr", "calc_aerr"};
+    int n = which < 3 ? c->ops.mp : which < 5 ? c->ops.mv : c->ops.ma;
+    for (int k = 0; k < n; ++k) {
+        if (isfinite(out[k])) continue;
+        if (c->builtin) /* the built-ins are finite except where their geometry degenerates */
+            return mbk_set_error(MBK_ENOTFINITE, "constraint %d (%s): its error is not finite here (%s entry %d of "
+                                 "%d is %g, at t = %.17g): the configuration is singular for this constraint "
+                                 "(e.g. a Rod's two points coincide); start from, or keep to, configurations "
+                                 "away from it", i, c->ops.name, names[which], k, n, out[k], t);
+        return mbk_set_error(MBK_ENOTFINITE, "constraint %d (%s): its %s callback returned a non-finite error "
+                             "value (entry %d of %d is %g, at t = %.17g); this is a bug in that callback: "
+                             "constraint errors must be finite in every configuration",
+                             i, c->ops.name ? c->ops.name : "custom", names[which], k, n, out[k], t);
     }
     return MBK_OK;
 }
@@ -344,7 +355,12 @@ int ct_eval(const mbk_matter *m, const mbk_state *s, int level, const mbk_spatia
             return mbk_set_error(rc < 0 && rc == mbk_last_status() ? rc : MBK_EUSER,
                                  "constraint %d (%s) failed to compute its errors: %s", i,
                                  c->ops.name ? c->ops.name : "custom", mbk_last_error());
-        if ((rc = check_errors(c, i, level, out, p0[i], sl->mp + v0[i], sl->mp + sl->mv + a0[i])) < 0) return rc;
+        double t = mbk_state_get_time(s);
+        if (c->ops.mp && level <= 2 && (rc = check_finite(c, i, level, out + p0[i], t)) < 0) return rc;
+        if (c->ops.mv && level >= 1 && (rc = check_finite(c, i, level == 1 ? 3 : 4, out + sl->mp + v0[i], t)) < 0)
+            return rc;
+        if (c->ops.ma && level == 2 && (rc = check_finite(c, i, 5, out + sl->mp + sl->mv + a0[i], t)) < 0)
+            return rc;
     }
     return MBK_OK;
 }

@@ -19,6 +19,7 @@ typedef struct mt_constraint {
     int mob_coord[MT_MAX_CBODIES];/* coordinate within that body's mobilizer */
     int ancestor;                 /* nearest common ancestor of everything it names */
     int kin0;                     /* its bodies' first slot in the cache_pose and cache_vel entries */
+    bool builtin;                 /* added by a built-in's add function, not add_custom (messages) */
 } mt_constraint;
 
 /* Where each enabled constraint's equations sit (Instance stage): starts within
@@ -85,6 +86,10 @@ int ct_apply(const mbk_matter *m, const mbk_state *s, const double *lambda, int 
              mbk_spatial_vec *F, double *tau);
 /* Work space views. */
 ct_solve_ws ct_workspace(const mbk_matter *m, const mbk_state *s);
+/* mbk_constraint_add_custom_with_mobilities for the built-ins: fn, the public function
+   called ("mbk_constraint_add_rod"), is the one its error messages name. */
+int ct_add(mbk_matter *m, const mbk_constraint_ops *ops, void *impl, const int *bodies, int n_bodies,
+           const int *mob_bodies, const int *coords, int n_mobilities, const char *fn);
 
 /* Give m its constraint data and install matter's hooks into this code (once;
    mbk_multibody_create calls it, so every multibody System has constraints). */

@@ -200,12 +200,12 @@ static int need_qdot_is_u(const mbk_matter *m, const int *bodies, int n, const c
 
 /* Add a constraint on n mobilities with a heap copy of impl (freed if refused). */
 static int add_mobility(mbk_matter *m, const mbk_constraint_ops *ops, const void *data, size_t size,
-                        const int *bodies, const int *coords, int n)
+                        const int *bodies, const int *coords, int n, const char *fn)
 {
     void *impl = mbk_malloc(size);
     if (!impl) return MBK_ENOMEM;
     memcpy(impl, data, size);
-    int rc = mbk_constraint_add_custom_with_mobilities(m, ops, impl, NULL, 0, bodies, coords, n);
+    int rc = ct_add(m, ops, impl, NULL, 0, bodies, coords, n, fn);
     if (rc < 0) mbk_free(impl);
     return rc;
 }
@@ -214,7 +214,7 @@ int mbk_constraint_add_constant_speed(mbk_matter *m, int body, int u_index, doub
 {
     if (!isfinite(speed)) return mbk_set_error(MBK_EINVAL, "mbk_constraint_add_constant_speed: speed must be finite");
     const constant_value c = {speed};
-    return add_mobility(m, &speed_ops, &c, sizeof c, &body, &u_index, 1);
+    return add_mobility(m, &speed_ops, &c, sizeof c, &body, &u_index, 1, "mbk_constraint_add_constant_speed");
 }
 
 int mbk_constraint_add_constant_acceleration(mbk_matter *m, int body, int u_index, double acceleration)
@@ -222,7 +222,8 @@ int mbk_constraint_add_constant_acceleration(mbk_matter *m, int body, int u_inde
     if (!isfinite(acceleration))
         return mbk_set_error(MBK_EINVAL, "mbk_constraint_add_constant_acceleration: acceleration must be finite");
     const constant_value c = {acceleration};
-    return add_mobility(m, &acceleration_ops, &c, sizeof c, &body, &u_index, 1);
+    return add_mobility(m, &acceleration_ops, &c, sizeof c, &body, &u_index, 1,
+                        "mbk_constraint_add_constant_acceleration");
 }
 
 /* Function-driven constraints take f: it is destroyed here when refused. */
@@ -243,7 +244,7 @@ static int add_function(mbk_matter *m, const mbk_constraint_ops *ops, mbk_functi
         if (!impl) rc = MBK_ENOMEM;
         else {
             *impl = c;
-            rc = mbk_constraint_add_custom_with_mobilities(m, ops, impl, NULL, 0, bodies, coords, n);
+            rc = ct_add(m, ops, impl, NULL, 0, bodies, coords, n, fn);
             if (rc >= 0) return rc;
             mbk_free(impl);
         }

@@ -81,12 +81,13 @@ static int check_bushing(const double *p)
 {
     for (int i = 0; i < 12; ++i)
         if (p[i] < 0)
-            return mbk_set_error(MBK_EINVAL, "linear bushing: %s %d is %g; use values >= 0",
+            return mbk_set_error(MBK_EINVAL, "%s %d is %g; use values >= 0",
                                  i < 6 ? "stiffness" : "damping", i % 6, p[i]);
     return MBK_OK;
 }
 
-const fe_kind fe_bushing = {"linear bushing", 12, check_bushing, bushing_force, bushing_energy};
+const fe_kind fe_bushing = {"linear bushing", 12, check_bushing,
+                            bushing_force, bushing_energy, "mbk_force_add_linear_bushing"};
 
 int mbk_force_add_linear_bushing(mbk_forces *f, int b1, const mbk_transform *X_B1F, int b2,
                                  const mbk_transform *X_B2M, const double stiffness[6],

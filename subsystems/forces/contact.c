@@ -70,12 +70,13 @@ static int contact_energy(const fe_elem *e, const double *p, const mbk_force_ctx
 static int check_contact(const double *p)
 {
     if (!(p[0] > 0) || p[1] < 0 || p[2] < 0 || p[3] < 0 || p[4] < 0 || !(p[5] > 0))
-        return mbk_set_error(MBK_EINVAL, "Hunt-Crossley contact: need E > 0, vt > 0 and dissipation "
+        return mbk_set_error(MBK_EINVAL, "need E > 0, vt > 0 and dissipation "
                                          "and friction coefficients >= 0");
     return MBK_OK;
 }
 
-const fe_kind fe_hunt_crossley = {"Hunt-Crossley contact", 6, check_contact, contact_force, contact_energy};
+const fe_kind fe_hunt_crossley = {"Hunt-Crossley contact", 6, check_contact,
+                                  contact_force, contact_energy, "mbk_force_add_hunt_crossley_sphere"};
 
 int mbk_force_add_hunt_crossley_sphere(mbk_forces *f, int body, mbk_vec3 center, double radius,
                                        double height, const double params[6])

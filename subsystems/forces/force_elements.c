@@ -101,7 +101,8 @@ static int gravity_energy(const fe_elem *e, const double *p, const mbk_force_ctx
     return 0;
 }
 
-const fe_kind fe_gravity = {"uniform gravity", 4, check_any, gravity_force, gravity_energy};
+const fe_kind fe_gravity = {"uniform gravity", 4, check_any,
+                            gravity_force, gravity_energy, "mbk_force_add_gravity"};
 
 int mbk_force_add_gravity(mbk_forces *f, mbk_vec3 g)
 {
@@ -152,10 +153,13 @@ static int tp_constant_force(const fe_elem *e, const double *p, const mbk_force_
     return 0;
 }
 
-const fe_kind fe_tp_spring = {"two-point linear spring", 2, check_first_nonnegative, tp_spring_force, tp_spring_energy};
-const fe_kind fe_tp_damper = {"two-point linear damper", 1, check_first_nonnegative, tp_damper_force, NULL};
+const fe_kind fe_tp_spring = {"two-point linear spring", 2, check_first_nonnegative,
+                              tp_spring_force, tp_spring_energy, "mbk_force_add_two_point_linear_spring"};
+const fe_kind fe_tp_damper = {"two-point linear damper", 1, check_first_nonnegative,
+                              tp_damper_force, NULL, "mbk_force_add_two_point_linear_damper"};
 /* Like Simbody, constant forces store no potential energy: their work counts as external. */
-const fe_kind fe_tp_constant = {"two-point constant force", 1, check_any, tp_constant_force, NULL};
+const fe_kind fe_tp_constant = {"two-point constant force", 1, check_any,
+                                tp_constant_force, NULL, "mbk_force_add_two_point_constant_force"};
 
 /* Where a two-point element acts; checks the bodies. */
 static int two_point_where(mbk_forces *f, fe_elem *w, int b1, mbk_vec3 s1, int b2, mbk_vec3 s2,
@@ -285,16 +289,20 @@ static int mob_stop_energy(const fe_elem *e, const double *p, const mbk_force_ct
 static int check_stop(const double *p)
 {
     if (p[0] < 0 || p[1] < 0)
-        return mbk_set_error(MBK_EINVAL, "stop: stiffness %g and dissipation %g must be >= 0", p[0], p[1]);
+        return mbk_set_error(MBK_EINVAL, "stiffness %g and dissipation %g must be >= 0", p[0], p[1]);
     if (!(p[2] <= p[3]))
-        return mbk_set_error(MBK_EINVAL, "stop: lower limit %g is above upper limit %g", p[2], p[3]);
+        return mbk_set_error(MBK_EINVAL, "lower limit %g is above upper limit %g", p[2], p[3]);
     return MBK_OK;
 }
 
-const fe_kind fe_mob_spring = {"mobility linear spring", 2, check_first_nonnegative, mob_spring_force, mob_spring_energy};
-const fe_kind fe_mob_damper = {"mobility linear damper", 1, check_first_nonnegative, mob_damper_force, NULL};
-const fe_kind fe_mob_constant = {"mobility constant force", 1, check_any, mob_constant_force, NULL};
-const fe_kind fe_mob_stop = {"mobility linear stop", 4, check_stop, mob_stop_force, mob_stop_energy};
+const fe_kind fe_mob_spring = {"mobility linear spring", 2, check_first_nonnegative,
+                               mob_spring_force, mob_spring_energy, "mbk_force_add_mobility_linear_spring"};
+const fe_kind fe_mob_damper = {"mobility linear damper", 1, check_first_nonnegative,
+                               mob_damper_force, NULL, "mbk_force_add_mobility_linear_damper"};
+const fe_kind fe_mob_constant = {"mobility constant force", 1, check_any,
+                                 mob_constant_force, NULL, "mbk_force_add_mobility_constant_force"};
+const fe_kind fe_mob_stop = {"mobility linear stop", 4, check_stop,
+                             mob_stop_force, mob_stop_energy, "mbk_force_add_mobility_linear_stop"};
 
 /* Where a mobility element acts. The coordinate is checked against the body's
    mobilizer at Instance stage, when its q count is known. */
@@ -360,8 +368,10 @@ static int constant_torque_force(const fe_elem *e, const double *p, const mbk_fo
     return 0;
 }
 
-const fe_kind fe_constant_force = {"constant force", 3, check_any, constant_force_force, NULL};
-const fe_kind fe_constant_torque = {"constant torque", 3, check_any, constant_torque_force, NULL};
+const fe_kind fe_constant_force = {"constant force", 3, check_any,
+                                   constant_force_force, NULL, "mbk_force_add_constant_force"};
+const fe_kind fe_constant_torque = {"constant torque", 3, check_any,
+                                    constant_torque_force, NULL, "mbk_force_add_constant_torque"};
 
 int mbk_force_add_constant_force(mbk_forces *f, int body, mbk_vec3 station, mbk_vec3 force_G)
 {

@@ -71,10 +71,10 @@ static fe_elem *append(mbk_forces *f)
 
 int fe_add(mbk_forces *f, const fe_kind *kind, const fe_elem *where, const double *params)
 {
-    int rc = need_open(f, kind->name);
+    int rc = need_open(f, kind->add_fn);
     if (rc < 0) return rc;
-    if ((rc = fe_check_finite(params, kind->nparams, kind->name)) < 0) return rc;
-    if ((rc = kind->check(params)) < 0) return rc;
+    if ((rc = fe_check_finite(params, kind->nparams, kind->add_fn)) < 0) return rc;
+    if ((rc = kind->check(params)) < 0) return mbk_set_error(rc, "%s: %s", kind->add_fn, mbk_last_error());
     fe_elem *e = append(f);
     if (!e) return MBK_ENOMEM;
     *e = *where;
@@ -451,7 +451,9 @@ int mbk_force_set_parameters(const mbk_forces *f, mbk_state *s, int force, const
     int rc = need_params(f, s, force, values, n, fn);
     if (rc < 0) return rc;
     const fe_elem *e = &f->elems[force];
-    if ((rc = fe_check_finite(values, n, fn)) < 0 || (rc = e->kind->check(values)) < 0) return rc;
+    if ((rc = fe_check_finite(values, n, fn)) < 0) return rc;
+    if ((rc = e->kind->check(values)) < 0)
+        return mbk_set_error(rc, "%s: element %d (%s): %s", fn, force, e->kind->name, mbk_last_error());
     double *p = mbk_state_upd_discrete(s, f->sub, e->param_var);
     if (!p) return mbk_last_status();
     memcpy(p, values, (size_t)n * sizeof(double));

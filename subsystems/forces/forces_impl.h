@@ -20,6 +20,9 @@ typedef struct fe_kind {
     /* add the element's potential energy (NULL: none) */
     int (*energy)(const fe_elem *e, const double *p, const mbk_force_ctx *c, const mbk_state *s,
                   double *pe);
+    /* the public function that adds it ("mbk_force_add_two_point_linear_spring"): its
+       errors name that function */
+    const char *add_fn;
 } fe_kind;
 
 /* One element: a built-in law or custom ops, and where it acts. */

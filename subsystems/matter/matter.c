@@ -105,6 +105,35 @@ static bool is_identity_rotation(const mbk_mat33 *R)
     return true;
 }
 
+/* Mass properties a body can have, with a message naming what is wrong (MBK_EINVAL). */
+static int check_mass_props(const mbk_mass_props *body, const char *fn)
+{
+    if (!body) return mbk_set_error(MBK_EINVAL, "%s: the mass properties are NULL", fn);
+    const mbk_mat33 *I = &body->inertia;
+    if (!isfinite(body->mass) || !(body->mass >= 0))
+        return mbk_set_error(MBK_EINVAL, "%s: mass %g kg; give a finite mass >= 0", fn, body->mass);
+    if (!mbk_vec3_is_finite(body->com) || !mbk_mat33_is_finite(*I))
+        return mbk_set_error(MBK_EINVAL, "%s: the centre of mass and the inertia must be finite", fn);
+    double Imax = mbk_mat33_max_abs(*I), c2 = mbk_vec3_norm2(body->com);
+    if (body->mass > MBK_MASS_PROPS_MAX || Imax > MBK_MASS_PROPS_MAX || !(body->mass * c2 <= MBK_MASS_PROPS_MAX))
+        return mbk_set_error(MBK_EINVAL, "%s: the mass properties are too large to check and simulate: mass %g kg, "
+                             "largest inertia entry %g kg m^2, inertia about the body origin up to %g kg m^2; the "
+                             "limit for each is %g (MBK_MASS_PROPS_MAX), beyond which the products of masses, "
+                             "inertias and distances overflow. Use larger units (tonnes, km) to bring them down",
+                             fn, body->mass, Imax, Imax + body->mass * c2, MBK_MASS_PROPS_MAX);
+    if (!mbk_mat33_is_symmetric(*I))
+        return mbk_set_error(MBK_EINVAL, "%s: the inertia is not symmetric (I[0][1] = %g, I[1][0] = %g, "
+                             "I[0][2] = %g, I[2][0] = %g, I[1][2] = %g, I[2][1] = %g)", fn, I->m[0][1], I->m[1][0],
+                             I->m[0][2], I->m[2][0], I->m[1][2], I->m[2][1]);
+    if (!mbk_mat33_is_psd(*I))
+        return mbk_set_error(MBK_EINVAL, "%s: the inertia is not positive semidefinite (a moment or a minor is "
+                             "negative beyond round-off); give it about the centre of mass, with moments >= 0", fn);
+    if (!mbk_mass_props_is_valid(*body))
+        return mbk_set_error(MBK_EINVAL, "%s: the principal moments of inertia break the triangle inequality "
+                             "(one is larger than the sum of the other two): no rigid body has this inertia", fn);
+    return MBK_OK;
+}
+
 /* The mobilizer's impl is ours from the call on, so a refused body frees it. */
 static int refuse_body(mbk_mobilizer *mob, int status)
 {
@@ -136,10 +165,9 @@ static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF
     if (!transform_ok(X_PF) || !transform_ok(X_BM))
         return mbk_set_error(MBK_EINVAL, "%s: X_PF and X_BM must be finite rigid transforms "
                              "(orthonormal R, det +1)", fn);
-    if (!body || !mbk_mass_props_is_valid(*body))
-        return mbk_set_error(MBK_EINVAL, "%s: mass properties must be finite with mass >= 0 and a "
-                             "symmetric, positive semi-definite inertia obeying the triangle inequality", fn);
-    int rc = check_mobilizer(&mobilizer);
+    int rc = check_mass_props(body, fn);
+    if (rc < 0) return rc;
+    rc = check_mobilizer(&mobilizer);
     if (rc < 0) return rc;
     if (m->nb == m->cap) {
         int cap = m->cap ? 2 * m->cap : 16;

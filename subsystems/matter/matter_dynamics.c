@@ -103,6 +103,18 @@ static int abi_spin(const mt_inertia *P, const mbk_spatial_vec *h, double *Dinv,
     return 0;
 }
 
+/* Whether every entry of an articulated inertia is finite. */
+static bool sym3_finite(const mt_sym3 *a)
+{
+    return isfinite(a->xx) && isfinite(a->yy) && isfinite(a->zz) && isfinite(a->xy) && isfinite(a->xz) &&
+           isfinite(a->yz);
+}
+
+static bool inertia_finite(const mt_inertia *P)
+{
+    return sym3_finite(&P->A) && sym3_finite(&P->D) && mbk_mat33_is_finite(P->B);
+}
+
 /* Articulated-body inertias, tip to base; computed once per Position realization. */
 int mt_realize_abi(const mbk_matter *m, const mbk_state *s)
 {
@@ -120,6 +132,12 @@ int mt_realize_abi(const mbk_matter *m, const mbk_state *s)
         int rc = b->spin      ? abi_spin(&abi.P[i], &H[b->u0], Dinv, G, &Pplus)
                  : b->nu == 1 ? abi_one_dof(&abi.P[i], &H[b->u0], Dinv, G, &Pplus)
                               : abi_general(&abi.P[i], H + b->u0, b->nu, Dinv, G, &Pplus);
+        if (rc < 0 && !inertia_finite(&abi.P[i])) /* not a singularity: the numbers overflowed */
+            return mbk_set_error(MBK_ENOTFINITE, "body %d: its articulated inertia overflowed (is not finite): "
+                                 "the masses, inertias or distances (q, frame offsets) of the bodies it carries "
+                                 "are too large for double precision; keep mass and inertia below %g "
+                                 "(MBK_MASS_PROPS_MAX) and distances moderate, e.g. with larger units", i,
+                                 MBK_MASS_PROPS_MAX);
         if (rc < 0)
             return mbk_set_error(MBK_ESINGULAR, "body %d: articulated inertia is singular along its "
                                  "mobilities; give massless bodies a massive child or add mass", i);
@@ -233,12 +251,10 @@ int mt_realize_acceleration(void *impl, const mbk_subsystem_ctx *c, mbk_state *s
     const double *tau = mt_mobility_forces(F, m->nb);
     mbk_spatial_vec *A = mt_cache(m, s, C_ACC), *z = A + m->nb;
     double *udot = mbk_state_upd_subsystem_udot(s, m->sub);
-    if (mt_realize_abi(m, s) < 0) return MBK_ESINGULAR;
+    int rc = mt_realize_abi(m, s);
+    if (rc < 0) return rc;
     mt_aba_solve(m, s, tau, F, true, A, z, udot);
-    if (m->con_hooks) {
-        int rc = m->con_hooks->solve(m, s, udot, A);
-        if (rc < 0) return rc;
-    }
+    if (m->con_hooks && (rc = m->con_hooks->solve(m, s, udot, A)) < 0) return rc;
     int k = mbk_find_nonfinite(udot, m->nu);
     if (k >= 0) return nonfinite_udot(m, s, udot, k);
     /* qdotdot from udot through each mobilizer's N and NDot */

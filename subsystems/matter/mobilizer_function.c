@@ -383,7 +383,7 @@ static int validate(int nq, const mbk_function fns[FB_NF], const int *const coor
     bool used[FB_MAX_NQ] = {false};
     for (int i = 0; i < FB_NF; ++i) {
         if (mbk_function_check(&fns[i], 2) != MBK_OK) {
-            char why[256];
+            char why[MBK_ERROR_MAX];
             snprintf(why, sizeof why, "%s", mbk_last_error());
             return mbk_set_error(MBK_EINVAL, "%s: fns[%d] (%s): %s; each function needs value, "
                                  "first and second derivatives", fn, i, slot_name[i], why);

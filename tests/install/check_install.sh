@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs mbk into a scratch prefix, then builds and runs a tiny consumer
-# twice: with CMake's find_package(mbk) and with pkg-config.
+# with CMake's find_package(mbk) and with pkg-config (shared and static), and
+# runs the installed program without LD_LIBRARY_PATH.
 set -euo pipefail
 src=$1 bin=$2 work=$3
 rm -rf "$work"; mkdir -p "$work"
@@ -24,4 +25,18 @@ cc -std=c11 "$src/tests/install/consumer/consumer.c" -o "$work/pc-static-consume
    $(pkg-config --cflags mbk) "$libdir/libmbk.a" $(pkg-config --libs --static mbk | sed 's/-lmbk//')
 "$work/pc-static-consumer" | tee "$work/pc-static-run.log"
 grep -q "consumer ok" "$work/pc-static-run.log"
-echo "3 passed, 0 failed"
+
+# the installed program starts without LD_LIBRARY_PATH (its RPATH finds the
+# installed libmbk, not the one in the build tree or elsewhere on the system)
+mbk="$work/prefix/bin/mbk"
+resolved=$(env -u LD_LIBRARY_PATH ldd "$mbk" | awk '/libmbk\.so/ {print $3}')
+case "$resolved" in
+  "$work/prefix/"*) ;;
+  *) echo "installed mbk resolves libmbk to '$resolved', not to the installed one under $work/prefix" >&2; exit 1 ;;
+esac
+env -u LD_LIBRARY_PATH "$mbk" --help > "$work/mbk-help.log"
+grep -q "usage: mbk run" "$work/mbk-help.log"
+(cd "$work" && env -u LD_LIBRARY_PATH "$mbk" run builtin:chain:2 --t-final 0.05 --output none --plot none) \
+  > "$work/mbk-run.log"
+grep -q "simulated builtin:chain:2" "$work/mbk-run.log"
+echo "5 passed, 0 failed"
