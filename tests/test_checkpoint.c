@@ -19,7 +19,8 @@
  *     to an uninterrupted run, statistics included; a handler failure left
  *     pending survives a checkpoint; CVODE BDF, CVODE Adams and IDA resumed from
  *     a checkpoint agree with an uninterrupted run within their tolerance; a
- *     refused load leaves the integrator as it was. */
+ *     refused load leaves the integrator as it was, also when the step op
+ *     refuses its part after the file was accepted. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <signal.h>
@@ -1041,6 +1042,86 @@ static void test_integrator_refusals(void)
     mbk_system_destroy(sys);
 }
 
+/* A custom integrator (explicit Euler, fixed step) whose load op can be told to refuse:
+   a load that fails after the file was accepted puts the integrator back. */
+typedef struct flaky {
+    double y[64], h_next;
+    int refuse; /* refuse this many loads (e.g. out of memory once) */
+} flaky;
+
+static int flaky_step(void *impl, mbk_integrator *ig, double t_stop)
+{
+    flaky *f = impl;
+    const mbk_state *s = mbk_integrator_get_state(ig);
+    double t = mbk_state_get_time(s), h = fmin(0.01, t_stop - t);
+    int ny = mbk_state_get_ny(s);
+    for (int i = 0; i < ny && i < 64; ++i) f->y[i] = mbk_state_get_y(s)[i] + h * mbk_state_get_ydot(s)[i];
+    f->h_next = h;
+    return mbk_integrator_commit_step(ig, h == t_stop - t ? t_stop : t + h, f->y);
+}
+static int flaky_save(void *impl, const mbk_integrator *ig, void *buf, size_t cap, size_t *size)
+{
+    (void)ig;
+    *size = sizeof(double);
+    if (buf && cap >= sizeof(double)) memcpy(buf, &((flaky *)impl)->h_next, sizeof(double));
+    return 0;
+}
+static int flaky_load(void *impl, mbk_integrator *ig, const void *buf, size_t size)
+{
+    (void)ig, (void)size;
+    flaky *f = impl;
+    if (f->refuse > 0 && f->refuse--) return mbk_set_error(MBK_EUSER, "flaky: refusing on purpose");
+    memcpy(&f->h_next, buf, sizeof(double));
+    return 0;
+}
+static const mbk_integrator_ops flaky_ops = {.name = "flaky Euler", .order = 1, .step = flaky_step,
+                                             .destroy = free, .save = flaky_save, .load = flaky_load};
+
+static void test_integrator_rollback(void)
+{
+    counters ev = {0};
+    mbk_system *sys = make_pend(&ev);
+    mbk_state *s0 = pend_state(sys);
+    flaky *f = calloc(1, sizeof *f);
+    mbk_integrator *ig = mbk_integrator_create_custom(sys, &flaky_ops, f);
+    CHECK_INT(mbk_integrator_initialize(ig, s0), MBK_OK);
+    int rc;
+    while ((rc = mbk_integrator_step_to(ig, 0.1)) == MBK_EVENT) continue;
+    size_t n = 0, n1 = 0, n2 = 0;
+    mbk_integrator_serialize(ig, NULL, 0, NULL, 0, &n);
+    unsigned char *at01 = malloc(n);
+    CHECK_INT(mbk_integrator_serialize(ig, NULL, 0, at01, n, &n), MBK_OK);
+    while ((rc = mbk_integrator_step_to(ig, 0.25)) == MBK_EVENT) continue;
+    mbk_integrator_serialize(ig, NULL, 0, NULL, 0, &n1);
+    unsigned char *before = malloc(n1), *after = NULL;
+    mbk_integrator_serialize(ig, NULL, 0, before, n1, &n1);
+    /* the step op refuses its bytes: the integrator is put back as it was, at t = 0.25 */
+    f->refuse = 1;
+    rc = mbk_integrator_deserialize(ig, at01, n);
+    CHECK(rc == MBK_EUSER && has(mbk_last_error(), "refusing on purpose") && has(mbk_last_error(), "put back"));
+    CHECK(mbk_integrator_get_time(ig) == 0.25);
+    mbk_integrator_serialize(ig, NULL, 0, NULL, 0, &n2);
+    after = malloc(n2);
+    mbk_integrator_serialize(ig, NULL, 0, after, n2, &n2);
+    CHECK(n2 == n1 && !memcmp(before, after, n1));
+    /* a fresh integrator that fails the same way stays uninitialized */
+    flaky *g = calloc(1, sizeof *g);
+    g->refuse = 1;
+    mbk_integrator *fresh = mbk_integrator_create_custom(sys, &flaky_ops, g);
+    CHECK(mbk_integrator_deserialize(fresh, at01, n) == MBK_EUSER && has(mbk_last_error(), "not initialized"));
+    CHECK(mbk_integrator_get_state(fresh) == NULL);
+    CHECK_INT(mbk_integrator_deserialize(fresh, at01, n), MBK_OK);
+    CHECK(mbk_integrator_get_time(fresh) == 0.1);
+    printf("  a load refused by the step op after the file was accepted: the integrator put back as it was\n");
+    free(at01);
+    free(before);
+    free(after);
+    mbk_integrator_destroy(fresh);
+    mbk_integrator_destroy(ig);
+    mbk_state_destroy(s0);
+    mbk_system_destroy(sys);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/mbk-test-checkpoint-XXXXXX");
@@ -1054,6 +1135,7 @@ int main(void)
     test_pending_events();
     test_sundials_resume();
     test_integrator_refusals();
+    test_integrator_rollback();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
