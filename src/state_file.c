@@ -85,9 +85,12 @@ static const unsigned char ck_magic[8] = {0x89, 'M', 'B', 'K', 0x0D, 0x0A, 0x1A,
 
 static uint32_t ck_crc(const void *p, size_t n) { return (uint32_t)crc32_z(crc32_z(0L, Z_NULL, 0), p, n); }
 
-static const char *kind_name(uint32_t kind)
+/* "a State checkpoint (kind 1)", for messages. */
+static void kind_phrase(uint32_t kind, char *buf, size_t n)
 {
-    return kind == MBK_CHECKPOINT_STATE ? "State" : kind == MBK_CHECKPOINT_INTEGRATOR ? "integrator" : "unknown";
+    if (kind == MBK_CHECKPOINT_STATE) snprintf(buf, n, "a State checkpoint (kind 1)");
+    else if (kind == MBK_CHECKPOINT_INTEGRATOR) snprintf(buf, n, "an integrator checkpoint (kind 2)");
+    else snprintf(buf, n, "a checkpoint of kind %u", kind);
 }
 
 /* Header fields of an image at h (at least CK_HEADER bytes). */
@@ -173,10 +176,12 @@ static int ck_unpack(const void *buf, size_t size, uint32_t kind, const uint64_t
                         "%d%s", version, MBK_CHECKPOINT_VERSION,
                         version > MBK_CHECKPOINT_VERSION ? ": read it with the newer mbk that wrote it" : ""),
                MBK_EPARSE;
-    if (k != kind)
-        return snprintf(why, cap, "this is %s %s checkpoint (kind %u), not %s %s checkpoint",
-                        k == MBK_CHECKPOINT_INTEGRATOR ? "an" : "a", kind_name(k), k,
-                        kind == MBK_CHECKPOINT_INTEGRATOR ? "an" : "a", kind_name(kind)), MBK_EPARSE;
+    if (k != kind) {
+        char have[64], want[64];
+        kind_phrase(k, have, sizeof have);
+        kind_phrase(kind, want, sizeof want);
+        return snprintf(why, cap, "this is %s, not %s", have, want), MBK_EPARSE;
+    }
     if (fingerprint && fp != *fingerprint)
         return snprintf(why, cap, "the checkpoint comes from another System: its structural "
                         "fingerprint is %016llx, this System's is %016llx (another model or "
