@@ -90,9 +90,11 @@ static int write_payload(const mbk_integrator *ig, const void *app, size_t app_n
     put_u32(w, (uint32_t)len);
     put(w, ig->ops.name, len);
     /* the current State, as a State image of its own */
-    if ((rc = mbk_state_serialize(ig->cur, ig->sys, NULL, 0, &sn)) < 0) return rc;
+    if ((rc = mbk_state_serialize(ig->cur, ig->sys, NULL, 0, &sn)) < 0)
+        return mbk_set_error(rc, "%s (%s): its State: %s", fn, ig->ops.name, mbk_last_error());
     put_u64(w, sn);
-    if (w->buf && (rc = mbk_state_serialize(ig->cur, ig->sys, w->buf + w->pos, sn, &sn)) < 0) return rc;
+    if (w->buf && (rc = mbk_state_serialize(ig->cur, ig->sys, w->buf + w->pos, sn, &sn)) < 0)
+        return mbk_set_error(rc, "%s (%s): its State: %s", fn, ig->ops.name, mbk_last_error());
     w->pos += sn;
     /* settings */
     const mbk_integrator_settings *st = &ig->set;

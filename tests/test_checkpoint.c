@@ -626,8 +626,16 @@ static void test_state_refusals(void)
     int rc = mbk_state_save(ms, mute, path);
     CHECK(rc == MBK_EINVAL && has(mbk_last_error(), "'mute label'") && has(mbk_last_error(), "'tally'") &&
           has(mbk_last_error(), "serialize"));
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", mbk_last_error());
+    mbk_integrator *mig = mbk_integrator_create_rk4(mute);
+    mbk_integrator_set_fixed_step(mig, 0.01);
+    CHECK_INT(mbk_integrator_initialize(mig, ms), MBK_OK);
+    CHECK(mbk_integrator_save(mig, path) == MBK_EINVAL && has(mbk_last_error(), "mbk_integrator_save (RK4): its State") &&
+          has(mbk_last_error(), "'mute label'"));
+    mbk_integrator_destroy(mig);
     printf("  refused: truncated, empty, random, %zu single flipped bytes, another model, version, byte "
-           "order, kind, a directory, a missing file, a FIFO; e.g. \"%s\"\n", n, mbk_last_error());
+           "order, kind, a directory, a missing file, a FIFO; e.g. \"%s\"\n", n, msg);
     mbk_state_destroy(ms);
     mbk_system_destroy(mute);
     mbk_state_destroy(raw);
