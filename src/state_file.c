@@ -438,6 +438,15 @@ static int state_payload(const mbk_system *sys, const mbk_state *s, ck_wr *w, co
     return MBK_OK;
 }
 
+/* "q[3]", "u[0]", "z[1]" for y[i] (i < 0: "t"). */
+static void y_name(const st_hdr *h, int i, char *buf, size_t n)
+{
+    if (i < 0) snprintf(buf, n, "t");
+    else if (i < h->nq) snprintf(buf, n, "q[%d]", i);
+    else if (i < h->nq + h->nu) snprintf(buf, n, "u[%d]", i - h->nq);
+    else snprintf(buf, n, "z[%d]", i - h->nq - h->nu);
+}
+
 /* State image into buf (NULL: size only). */
 static int state_image(const mbk_state *s, const mbk_system *sys, void *buf, size_t capacity, size_t *size,
                        const char *fn)
@@ -450,6 +459,13 @@ static int state_image(const mbk_state *s, const mbk_system *sys, void *buf, siz
         return mbk_set_error(MBK_ESTAGE, "%s: the State is realized only to %s; realize it to Model "
                              "(or later) before saving: its sizes are known from Model", fn,
                              mbk_stage_name((mbk_stage)h->stage));
+    int ny = h->nq + h->nu + h->nz, bad = mbk_find_nonfinite(st_dbl_at(s, h->y_off), ny);
+    if (bad >= 0 || !isfinite(h->t)) {
+        char nm[32];
+        y_name(h, bad, nm, sizeof nm);
+        return mbk_set_error(MBK_ENOTFINITE, "%s: the State's %s is %g; a checkpoint of it could not be loaded",
+                             fn, nm, bad < 0 ? h->t : st_dbl_at(s, h->y_off)[bad]);
+    }
     uint64_t fp = mbk_system_get_fingerprint(sys);
     if (fp == 0) return mbk_set_error(mbk_last_status(), "%s: %s", fn, mbk_last_error());
     ck_wr w = {NULL, 0};
@@ -636,10 +652,7 @@ static int build_state(mbk_state *tmp, const mbk_system *sys, const ck_state *c,
     int bad = mbk_find_nonfinite(y, (int)c->ny);
     if (bad >= 0) {
         char nm[32];
-        int nq = st_hdr_of(tmp)->nq, nu = st_hdr_of(tmp)->nu;
-        if (bad < nq) snprintf(nm, sizeof nm, "q[%d]", bad);
-        else if (bad < nq + nu) snprintf(nm, sizeof nm, "u[%d]", bad - nq);
-        else snprintf(nm, sizeof nm, "z[%d]", bad - nq - nu);
+        y_name(st_hdr_of(tmp), bad, nm, sizeof nm);
         return snprintf(why, cap, "the checkpoint's %s is %g", nm, y[bad]), MBK_ENOTFINITE;
     }
     st_hdr_of(tmp)->t = c->t;

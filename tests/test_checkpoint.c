@@ -613,6 +613,11 @@ static void test_state_refusals(void)
     CHECK(mbk_state_deserialize(dst, sys, NULL, 10) < 0);
     CHECK(mbk_state_serialize(s, sys, NULL, 0, NULL) == MBK_EINVAL);
     CHECK(mbk_state_serialize(s, pend, NULL, 0, &nb) == MBK_ESTALE); /* a State of another System */
+    /* a State with a NaN is refused (it could not be loaded) */
+    mbk_state *nan_state = pend_state(pend);
+    mbk_state_upd_u(nan_state)[1] = NAN;
+    CHECK(mbk_state_save(nan_state, pend, path) == MBK_ENOTFINITE && has(mbk_last_error(), "u[1] is nan"));
+    mbk_state_destroy(nan_state);
     /* a State not realized to Model cannot be saved: its sizes are not known */
     mbk_state *raw = mbk_state_create();
     mbk_state_init(raw, sys);
