@@ -209,7 +209,8 @@ static void expect(const char *const *args, int code, const char *message)
 {
     result r;
     run(&r, args);
-    if (!CHECK(r.code == code) | !CHECK(has(r.err, message)))
+    int c1 = CHECK(r.code == code), c2 = CHECK(has(r.err, message));
+    if (!c1 || !c2)
         fprintf(stderr, "  %s %s ... -> %d\n  stderr: %s\n", args[0], args[1], r.code, r.err);
 }
 

@@ -495,7 +495,8 @@ static void expect_refused(int rc, int status, const char *message, const mbk_st
     size_t n = 0;
     unsigned char *now = state_image(dst, dsys, &n);
     bool same = now && n == nb && !memcmp(now, before, n) && mbk_state_get_stage(dst) == stage;
-    if (!CHECK(ok) | !CHECK(same))
+    int c1 = CHECK(ok), c2 = CHECK(same);
+    if (!c1 || !c2)
         fprintf(stderr, "  %s: rc %d (%s), want %d with \"%s\"; State %s\n", what, rc, msg, status,
                 message, same ? "unchanged" : "CHANGED");
     free(now);
