@@ -56,7 +56,8 @@ typedef struct sd_impl {
     double *jac, *ybuf;
     double *g;                 /* ny = 0: witness values at three times (3 nroots) */
     bool need_reinit, use_jac;
-    bool restored_step;        /* loaded from a checkpoint: the first step tries the saved size */
+    bool restored_step;        /* loaded from a checkpoint: the first step tries restored_h */
+    double restored_h;
     long nst, netf, ncfn, nje; /* SUNDIALS counters at the last look */
     int cb_status;             /* mbk status of the last failed callback */
     char cb_msg[384], sd_msg[384];
@@ -257,13 +258,13 @@ static int sd_apply_settings(sd_impl *d)
         SD_TRY(IDASStolerances(d->mem, set->rel_tol, set->abs_tol), "setting tolerances");
         SD_TRY(IDASetMaxStep(d->mem, maxh), "setting the maximum step");
         SD_TRY(IDASetMinStep(d->mem, set->min_step), "setting the minimum step");
-        SD_TRY(IDASetInitStep(d->mem, set->initial_step), "setting the initial step");
+        SD_TRY(IDASetInitStep(d->mem, d->restored_step ? d->restored_h : set->initial_step), "setting the initial step");
         SD_TRY(IDASetJacFn(d->mem, set->use_system_jacobian ? ida_jac : NULL), "setting the Jacobian");
     } else {
         SD_TRY(CVodeSStolerances(d->mem, set->rel_tol, set->abs_tol), "setting tolerances");
         SD_TRY(CVodeSetMaxStep(d->mem, maxh), "setting the maximum step");
         SD_TRY(CVodeSetMinStep(d->mem, set->min_step), "setting the minimum step");
-        SD_TRY(CVodeSetInitStep(d->mem, set->initial_step), "setting the initial step");
+        SD_TRY(CVodeSetInitStep(d->mem, d->restored_step ? d->restored_h : set->initial_step), "setting the initial step");
         if (d->kind == SD_BDF)
             SD_TRY(CVodeSetJacFn(d->mem, set->use_system_jacobian ? cv_jac : NULL), "setting the Jacobian");
     }
@@ -596,11 +597,9 @@ static int sd_load(void *impl, mbk_integrator *ig, const void *buf, size_t size)
     if (!(isfinite(v.h_next) && v.h_next >= 0))
         return mbk_set_error(MBK_EPARSE, "%s: the saved step size %g is not finite and >= 0", sd_name(d), v.h_next);
     if (!d->mem || v.h_next == 0) return MBK_OK;
-    double h = isfinite(ig->set.max_step) ? fmin(v.h_next, ig->set.max_step) : v.h_next;
-    int flag = d->kind == SD_IDA ? IDASetInitStep(d->mem, h) : CVodeSetInitStep(d->mem, h);
-    if (flag < 0) return sd_fail(d, flag, "setting the restored step", mbk_state_get_time(ig->cur));
-    d->restored_step = true;
-    return MBK_OK;
+    d->restored_h = isfinite(ig->set.max_step) ? fmin(v.h_next, ig->set.max_step) : v.h_next;
+    d->restored_step = true; /* kept by sd_apply_settings until the first step */
+    return sd_apply_settings(d);
 }
 
 static void sd_destroy(void *impl)
