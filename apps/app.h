@@ -4,6 +4,7 @@
  *   app_models.c     models: built-ins and URDF files
  *   app_integrate.c  the library's integrators, by name
  *   app_output.c     trajectory CSV and SVG plot
+ *   app_checkpoint.c checkpoints of a run (--checkpoint, --resume)
  *   app_info.c       `mbk info` and `mbk bench`
  */
 #ifndef MBK_APP_H
@@ -99,6 +100,13 @@ int app_integrator_step_to(app_integrator *ig, double t);
 const mbk_state *app_integrator_state(const app_integrator *ig);
 void app_integrator_stats(const app_integrator *ig, app_stats *st);
 void app_integrator_free(app_integrator *ig);
+/* The library's integrator (NULL for a model with nothing to integrate). */
+mbk_integrator *app_integrator_library(const app_integrator *ig);
+/* The --integrator name of a library integrator name ("RK-Merson" -> "rkmerson"), or NULL. */
+const char *app_integrator_from_library_name(const char *library_name);
+/* Continue a run from an integrator checkpoint image with the integrator `name`;
+   NULL on failure (mbk_last_error() says why). */
+app_integrator *app_integrator_resume(const mbk_system *sys, const char *name, const void *image, size_t n);
 
 /* ---- outputs (app_output.c) ---- */
 typedef struct app_series {
@@ -111,10 +119,55 @@ int app_series_add(app_series *ser, double t, const double *q, const double *u, 
 void app_series_free(app_series *ser);
 /* CSV: t,q0..,u0..,energy (and kinetic,potential). 0 or -1 (errno set). */
 int app_write_csv(const char *path, const app_series *ser);
+/* The CSV rows of samples from..n-1 (no header) into f. */
+void app_write_csv_rows(FILE *f, const app_series *ser, long from);
 /* SVG: coordinates and energy against time. 0 or -1 (errno set). */
 int app_write_svg(const char *path, const app_series *ser, const char *title);
 /* Create the parent directory of a path (one level) if missing. */
 void app_make_parent_dir(const char *path);
+
+/* ---- checkpoints of a run (app_checkpoint.c) ---- */
+/* What a run checkpoint holds besides the integrator: enough to go on sampling as the
+   uninterrupted run would. */
+typedef struct app_run_meta {
+    char integrator[32];       /* --integrator name */
+    char model[512];           /* the model as it was given */
+    double interval;           /* time between samples (0: unknown) */
+    long sample;               /* index of the sample at the checkpoint's time (-1: unknown) */
+    double t0, e0;             /* time and energy at the start of the run (NaN: unknown) */
+} app_run_meta;
+/* Write the trajectory so far (csv, unless NULL or "none"; app_write_trajectory), then a
+   checkpoint of the run to path (atomically). APP_OK, or an exit status (APP_OUTPUT, APP_FAILED) with the reason printed. */
+int app_checkpoint_write(const char *path, const app_integrator *ig, const app_run_meta *meta, const char *csv,
+                         const app_series *ser, const char *kept, long kept_rows);
+/* Read a run checkpoint: its meta and an integrator continuing it. NULL with the reason
+   printed. A checkpoint written by mbk_integrator_save (no meta) is accepted too. */
+app_integrator *app_checkpoint_read(const char *path, const mbk_system *sys, app_run_meta *meta);
+/* The first `rows` samples of a trajectory CSV (written by app_write_csv with ser's nq and
+   nu) into ser, and its header and those rows verbatim into *kept (malloc'd): 0; 1 when the
+   file does not exist (nothing read); -1 with the reason in why. */
+int app_read_csv(const char *path, long rows, app_series *ser, char **kept, char *why, size_t n);
+/* The trajectory CSV: kept (header and the first kept_rows rows, verbatim) then ser's rows
+   from kept_rows on; without kept, app_write_csv. Written to a temporary file, then renamed.
+   0 or -1 (errno set). */
+int app_write_trajectory(const char *path, const app_series *ser, const char *kept, long kept_rows);
+
+/* A run continued from a checkpoint (app_resume). */
+typedef struct app_resumed {
+    app_integrator *ig;        /* continuing the run */
+    app_run_meta meta;         /* the checkpoint's own lines */
+    char *kept;                /* the trajectory CSV's header and rows up to the checkpoint, or NULL */
+    long kept_rows;            /* rows of ser read from that CSV */
+    long k_first;              /* the next sample: t = k_first * interval */
+    double interval;           /* time between samples */
+    double t;                  /* the checkpoint's time */
+} app_resumed;
+/* Continue the run of the checkpoint at path on model m up to t_final: its integrator,
+   the trajectory so far (the first rows of csv when it continues this run, else the
+   checkpoint's State) in ser, and where sampling goes on (the checkpoint's interval unless
+   interval_given). APP_OK, or an exit status with the reason printed. */
+int app_resume(const char *path, const app_model *m, const char *csv, double interval, bool interval_given,
+               double t_final, app_series *ser, app_resumed *r);
 
 /* ---- info and bench (app_info.c) ---- */
 int app_info(const app_model *m, bool all);

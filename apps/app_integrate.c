@@ -114,6 +114,32 @@ void app_integrator_stats(const app_integrator *a, app_stats *st)
     st->integrated = true;
 }
 
+mbk_integrator *app_integrator_library(const app_integrator *a) { return a ? a->ig : NULL; }
+
+/* The library's names of the integrators, in the order of `known`. */
+static const char *const library_names[] = {"RK-Merson", "RK4", "explicit Euler", "semi-explicit Euler",
+                                            "CVODE BDF", "CVODE Adams", "IDA"};
+
+const char *app_integrator_from_library_name(const char *library_name)
+{
+    for (size_t i = 0; i < sizeof known / sizeof *known; ++i)
+        if (library_name && !strcmp(library_name, library_names[i])) return known[i];
+    return NULL;
+}
+
+app_integrator *app_integrator_resume(const mbk_system *sys, const char *name, const void *image, size_t n)
+{
+    app_integrator *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    a->sys = sys;
+    a->ig = create_library(sys, name);
+    if (!a->ig || mbk_integrator_deserialize(a->ig, image, n) < 0) {
+        app_integrator_free(a);
+        return NULL;
+    }
+    return a;
+}
+
 void app_integrator_free(app_integrator *a)
 {
     if (!a) return;

@@ -84,6 +84,16 @@ void app_series_free(app_series *ser)
 
 /* ---- CSV ---------------------------------------------------------------------- */
 
+void app_write_csv_rows(FILE *f, const app_series *ser, long from)
+{
+    for (long k = from; k < ser->n; ++k) {
+        fprintf(f, "%.10g", ser->t[k]);
+        for (int i = 0; i < ser->nq; ++i) fprintf(f, ",%.12g", ser->q[k * ser->nq + i]);
+        for (int i = 0; i < ser->nu; ++i) fprintf(f, ",%.12g", ser->u[k * ser->nu + i]);
+        fprintf(f, ",%.15g,%.15g,%.15g\n", ser->ke[k] + ser->pe[k], ser->ke[k], ser->pe[k]);
+    }
+}
+
 int app_write_csv(const char *path, const app_series *ser)
 {
     FILE *f = fopen(path, "w");
@@ -92,12 +102,7 @@ int app_write_csv(const char *path, const app_series *ser)
     for (int i = 0; i < ser->nq; ++i) fprintf(f, ",q%d", i);
     for (int i = 0; i < ser->nu; ++i) fprintf(f, ",u%d", i);
     fprintf(f, ",energy,kinetic,potential\n");
-    for (long k = 0; k < ser->n; ++k) {
-        fprintf(f, "%.10g", ser->t[k]);
-        for (int i = 0; i < ser->nq; ++i) fprintf(f, ",%.12g", ser->q[k * ser->nq + i]);
-        for (int i = 0; i < ser->nu; ++i) fprintf(f, ",%.12g", ser->u[k * ser->nu + i]);
-        fprintf(f, ",%.15g,%.15g,%.15g\n", ser->ke[k] + ser->pe[k], ser->ke[k], ser->pe[k]);
-    }
+    app_write_csv_rows(f, ser, 0);
     int err = ferror(f);
     if (fclose(f) != 0 || err) return -1;
     return 0;

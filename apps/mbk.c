@@ -53,6 +53,15 @@ static void usage(FILE *f)
             "                       (default 100000)\n"
             "  --quiet              no progress line (it appears on stderr only when stderr is a\n"
             "                       terminal and the run takes more than a second)\n"
+            "  --checkpoint FILE    write a checkpoint of the run (State, integrator, sampling) to FILE\n"
+            "                       at the end, and every --checkpoint-every T simulated seconds\n"
+            "                       (at the first sample from each multiple of T on); the trajectory\n"
+            "                       CSV is written first, so the two always agree\n"
+            "  --checkpoint-every T simulated seconds between checkpoints (needs --checkpoint)\n"
+            "  --resume FILE        continue the run FILE holds up to --t-final, appending to the\n"
+            "                       trajectory CSV; the integrator, its settings and the State come\n"
+            "                       from FILE (not with --integrator, --accuracy, --step, --gravity,\n"
+            "                       --q0, --u0); give MODEL as for the run that wrote it\n"
             "URDF options (run, info, bench):\n"
             "  --floating-base      mount the root link on a free joint instead of welding it\n"
             "  --no-limits          do not turn joint limits into stops\n"
@@ -87,6 +96,10 @@ typedef struct run_options {
     bool quiet, all;
     double bench_time;
     app_model_options mo;
+    const char *checkpoint, *resume; /* --checkpoint FILE, --resume FILE */
+    double checkpoint_every;         /* 0: only at the end */
+    bool interval_given;
+    const char *fixed_by_resume;     /* an option --resume cannot take, if given */
 } run_options;
 
 static int usage_error(const char *cmd, const char *fmt, const char *arg)
@@ -214,8 +227,13 @@ static int parse_options(const char *cmd, int argc, char **argv, run_options *o)
         else if (run && !strcmp(a, "--t-final")) rc = parse_number(cmd, a, v, &o->t_final);
         else if (run && !strcmp(a, "--accuracy")) rc = parse_number(cmd, a, v, &o->accuracy);
         else if (run && !strcmp(a, "--step")) rc = parse_number(cmd, a, v, &o->step);
-        else if (run && !strcmp(a, "--interval")) rc = parse_number(cmd, a, v, &o->interval);
-        else if (run && !strcmp(a, "--integrator")) {
+        else if (run && !strcmp(a, "--interval")) rc = parse_number(cmd, a, v, &o->interval), o->interval_given = true;
+        else if (run && !strcmp(a, "--checkpoint-every")) rc = parse_number(cmd, a, v, &o->checkpoint_every);
+        else if (run && (!strcmp(a, "--checkpoint") || !strcmp(a, "--resume"))) {
+            if (!v || !*v) return usage_error(cmd, "%s needs a file name", a);
+            if (a[2] == 'c') o->checkpoint = v;
+            else o->resume = v;
+        } else if (run && !strcmp(a, "--integrator")) {
             if (!v) return usage_error(cmd, "%s needs a name", a);
             o->integrator = v;
         } else if (run && !strcmp(a, "--gravity")) {
@@ -241,6 +259,9 @@ static int parse_options(const char *cmd, int argc, char **argv, run_options *o)
             return usage_error(cmd, "unknown option '%s'", a);
         }
         if (rc) return APP_USAGE;
+        if (!strcmp(a, "--integrator") || !strcmp(a, "--accuracy") || !strcmp(a, "--step") ||
+            !strcmp(a, "--gravity") || !strcmp(a, "--q0") || !strcmp(a, "--u0"))
+            o->fixed_by_resume = a;
         if (takes) ++i;
     }
     if (run) {
@@ -254,6 +275,11 @@ static int parse_options(const char *cmd, int argc, char **argv, run_options *o)
         if (o->step > 0 && !app_integrator_fixed_step_ok(o->integrator))
             return usage_error(cmd, "--step: %s chooses its own steps; a fixed step works with rkmerson, rk4, euler "
                                     "and semi-euler", o->integrator);
+        if (o->checkpoint_every < 0 || (o->checkpoint_every > 0 && !o->checkpoint))
+            return usage_error(cmd, "%s", "--checkpoint-every needs --checkpoint FILE and a time > 0");
+        if (o->resume && o->fixed_by_resume)
+            return usage_error(cmd, "%s cannot be combined with --resume: the checkpoint holds the State, the "
+                               "integrator and its settings", o->fixed_by_resume);
         if (o->interval == 0) o->interval = o->t_final / 1000;
         if ((o->t_final / o->interval) > 1e7) return usage_error(cmd, "%s", "--interval gives more than 1e7 samples");
     }
@@ -354,9 +380,18 @@ static int cmd_run(const run_options *o)
     app_model m;
     int status = app_model_load(o->model, &o->mo, &m);
     if (status) return status;
-    mbk_state *s0 = app_model_initial_state(&m);
+    mbk_state *s0 = NULL;
     app_integrator *ig = NULL;
     app_series ser = {0};
+    app_resumed rs = {.k_first = 1, .interval = o->interval, .meta = {.t0 = NAN, .e0 = NAN}};
+    double t0 = app_now();
+    if (o->resume) {
+        if ((status = app_resume(o->resume, &m, o->output, o->interval, o->interval_given, o->t_final, &ser, &rs)))
+            goto out;
+        ig = rs.ig;
+        goto simulate;
+    }
+    s0 = app_model_initial_state(&m);
     if (!s0) {
         status = APP_FAILED;
         goto out;
@@ -379,21 +414,36 @@ static int cmd_run(const run_options *o)
         goto out;
     }
 
-    double t0 = app_now();
+    t0 = app_now();
     ig = app_integrator_start(m.sys, o->integrator, o->accuracy, o->step, o->max_steps, s0);
     if (!ig) {
         status = app_fail("starting the integrator");
         goto out;
     }
+    if (o->checkpoint && !app_integrator_library(ig)) {
+        fprintf(stderr, "mbk run: --checkpoint: the model has no state variables; there is nothing to checkpoint\n");
+        status = APP_FAILED;
+        goto out;
+    }
+    ser.nq = mbk_state_get_nq(app_integrator_state(ig)), ser.nu = mbk_state_get_nu(app_integrator_state(ig));
+    if ((status = sample(&ser, m.sys, app_integrator_state(ig)))) goto out;
+    snprintf(rs.meta.integrator, sizeof rs.meta.integrator, "%s", o->integrator);
+    rs.meta.t0 = ser.t[0], rs.meta.e0 = ser.ke[0] + ser.pe[0];
+simulate:;
+    snprintf(rs.meta.model, sizeof rs.meta.model, "%s", m.spec);
+    rs.meta.interval = rs.interval;
     const mbk_state *s = app_integrator_state(ig);
-    ser.nq = mbk_state_get_nq(s), ser.nu = mbk_state_get_nu(s);
-    if ((status = sample(&ser, m.sys, s))) goto out;
+    double t_begin = mbk_state_get_time(s), every = o->checkpoint_every;
     bool tty = isatty(STDERR_FILENO) && !o->quiet, shown = false;
     double last_shown = t0;
-    long n = (long)ceil(o->t_final / o->interval - 1e-9);
-    double max_drift = 0, e0 = ser.ke[0] + ser.pe[0];
-    for (long k = 1; k <= n; ++k) {
-        double t = k == n ? o->t_final : k * o->interval;
+    long n = (long)ceil(o->t_final / rs.interval - 1e-9);
+    double max_drift = 0, e0 = isfinite(rs.meta.e0) ? rs.meta.e0 : ser.ke[0] + ser.pe[0];
+    for (long j = 0; j < ser.n; ++j) max_drift = fmax(max_drift, fabs(ser.ke[j] + ser.pe[j] - e0));
+    double next_checkpoint = every > 0 ? (floor(t_begin / every) + 1) * every : INFINITY;
+    int checkpoints = 0;
+    double t_checkpoint = NAN;
+    for (long k = rs.k_first; k <= n; ++k) {
+        double t = k == n ? o->t_final : k * rs.interval;
         if (app_integrator_step_to(ig, t) < 0) {
             fprintf(stderr, "%smbk run: the simulation failed at t = %.6g s: %s (%s)\n", shown ? "\n" : "",
                     mbk_state_get_time(app_integrator_state(ig)), mbk_last_error(), mbk_status_name(mbk_last_status()));
@@ -404,6 +454,13 @@ static int cmd_run(const run_options *o)
         s = app_integrator_state(ig);
         if ((status = sample(&ser, m.sys, s))) break;
         max_drift = fmax(max_drift, fabs(ser.ke[ser.n - 1] + ser.pe[ser.n - 1] - e0));
+        if (o->checkpoint && (t >= next_checkpoint || k == n)) {
+            rs.meta.sample = k;
+            if ((status = app_checkpoint_write(o->checkpoint, ig, &rs.meta, o->output, &ser, rs.kept, rs.kept_rows)))
+                break;
+            ++checkpoints, t_checkpoint = t;
+            if (every > 0) next_checkpoint = (floor(t / every) + 1) * every;
+        }
         double now = app_now();
         if (tty && now - t0 > 1.0 && now - last_shown > 0.1) {
             fprintf(stderr, "\r  t = %.4g of %.4g s (%3.0f%%), %.1f s wall ", t, o->t_final, 100 * t / o->t_final,
@@ -425,8 +482,10 @@ static int cmd_run(const run_options *o)
            m.n_bodies == 2 ? "y" : "ies", ser.nq, ser.nu, mbk_matter_get_num_constraints(mt), mbk_matter_get_num_constraints(mt) == 1 ? "" : "s",
            mbk_matter_get_total_mass(mt));
     printf("  integrator   %s", st.integrator);
-    if (st.integrated && o->step > 0) printf(", fixed step %g s", o->step);
-    else if (st.integrated) printf(", accuracy %g (error-controlled steps)", o->accuracy);
+    mbk_integrator_settings set = {.accuracy = o->accuracy, .fixed_step = o->step};
+    if (app_integrator_library(ig)) mbk_integrator_get_settings(app_integrator_library(ig), &set); /* resumed: the file's */
+    if (st.integrated && set.fixed_step > 0) printf(", fixed step %g s", set.fixed_step);
+    else if (st.integrated) printf(", accuracy %g (error-controlled steps)", set.accuracy);
     printf("\n");
     printf("  steps        %ld taken, %ld attempted (%ld rejected by the error test), %ld ydot evaluations",
            st.steps, st.attempts, st.rejected, st.rhs);
@@ -438,13 +497,16 @@ static int cmd_run(const run_options *o)
            e0, e_end, e_end - e0, fabs(e_end - e0) / fmax(fabs(e0), 1e-300), max_drift,
            m.dissipative ? "\n               (the model has dampers or stops: energy is not conserved)" : "");
     printf("  wall time    %.3f s, real-time factor %.3g (simulated s per wall s)\n", wall,
-           wall > 0 ? t_end / wall : INFINITY);
+           wall > 0 ? (t_end - t_begin) / wall : INFINITY);
+    if (o->resume) printf("  resumed      from %s at t = %.10g s\n", o->resume, rs.t);
+    if (checkpoints)
+        printf("  checkpoint   %s (%d written, the last at t = %.10g s)\n", o->checkpoint, checkpoints, t_checkpoint);
 
     /* outputs (also after a failure: what was simulated is still worth looking at) */
     const char *title = m.spec;
     if (strcmp(o->output, "none")) {
         app_make_parent_dir(o->output);
-        if (app_write_csv(o->output, &ser)) {
+        if (app_write_trajectory(o->output, &ser, rs.kept, rs.kept_rows)) {
             fprintf(stderr, "mbk run: cannot write %s: %s\n", o->output, strerror(errno));
             if (!status) status = APP_OUTPUT;
         } else {
@@ -463,6 +525,7 @@ static int cmd_run(const run_options *o)
         }
     }
 out:
+    free(rs.kept);
     app_series_free(&ser);
     app_integrator_free(ig);
     mbk_state_destroy(s0);

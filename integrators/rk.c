@@ -323,6 +323,31 @@ static int rk_step(void *impl, mbk_integrator *ig, double t_stop)
     }
 }
 
+/* Checkpoints: the step op's own state is the next step size (0: estimate it afresh). */
+static int rk_save(void *impl, const mbk_integrator *ig, void *buf, size_t capacity, size_t *size)
+{
+    (void)ig;
+    const rk_impl *r = impl;
+    *size = sizeof r->h_next;
+    if (buf && capacity >= sizeof r->h_next) memcpy(buf, &r->h_next, sizeof r->h_next);
+    return MBK_OK;
+}
+
+static int rk_load(void *impl, mbk_integrator *ig, const void *buf, size_t size)
+{
+    rk_impl *r = impl;
+    double h;
+    if (size != sizeof h)
+        return mbk_set_error(MBK_EPARSE, "%s expects %zu bytes (its next step size), got %zu",
+                             mbk_integrator_get_name(ig), sizeof h, size);
+    memcpy(&h, buf, sizeof h);
+    if (!(isfinite(h) && h >= 0))
+        return mbk_set_error(MBK_EPARSE, "%s: the saved next step size %g is not finite and >= 0",
+                             mbk_integrator_get_name(ig), h);
+    r->h_next = h;
+    return MBK_OK;
+}
+
 static mbk_integrator *rk_create(const mbk_system *sys, rk_kind kind, const char *name, int order)
 {
     rk_impl *r = mbk_calloc(1, sizeof *r);
@@ -333,7 +358,9 @@ static mbk_integrator *rk_create(const mbk_system *sys, rk_kind kind, const char
                               .initialize = rk_init,
                               .reinitialize = rk_reinit,
                               .step = rk_step,
-                              .destroy = rk_destroy};
+                              .destroy = rk_destroy,
+                              .save = rk_save,
+                              .load = rk_load};
     return ig_create(sys, &ops, r, 0);
 }
 

@@ -56,6 +56,8 @@ typedef struct sd_impl {
     double *jac, *ybuf;
     double *g;                 /* ny = 0: witness values at three times (3 nroots) */
     bool need_reinit, use_jac;
+    bool restored_step;        /* loaded from a checkpoint: the first step tries restored_h */
+    double restored_h;
     long nst, netf, ncfn, nje; /* SUNDIALS counters at the last look */
     int cb_status;             /* mbk status of the last failed callback */
     char cb_msg[MBK_ERROR_MAX], sd_msg[1024];
@@ -263,13 +265,13 @@ static int sd_apply_settings(sd_impl *d)
         SD_TRY(IDASStolerances(d->mem, set->rel_tol, set->abs_tol), "setting tolerances");
         SD_TRY(IDASetMaxStep(d->mem, maxh), "setting the maximum step");
         SD_TRY(IDASetMinStep(d->mem, set->min_step), "setting the minimum step");
-        SD_TRY(IDASetInitStep(d->mem, set->initial_step), "setting the initial step");
+        SD_TRY(IDASetInitStep(d->mem, d->restored_step ? d->restored_h : set->initial_step), "setting the initial step");
         SD_TRY(IDASetJacFn(d->mem, set->use_system_jacobian ? ida_jac : NULL), "setting the Jacobian");
     } else {
         SD_TRY(CVodeSStolerances(d->mem, set->rel_tol, set->abs_tol), "setting tolerances");
         SD_TRY(CVodeSetMaxStep(d->mem, maxh), "setting the maximum step");
         SD_TRY(CVodeSetMinStep(d->mem, set->min_step), "setting the minimum step");
-        SD_TRY(CVodeSetInitStep(d->mem, set->initial_step), "setting the initial step");
+        SD_TRY(CVodeSetInitStep(d->mem, d->restored_step ? d->restored_h : set->initial_step), "setting the initial step");
         if (d->kind == SD_BDF)
             SD_TRY(CVodeSetJacFn(d->mem, set->use_system_jacobian ? cv_jac : NULL), "setting the Jacobian");
     }
@@ -289,6 +291,7 @@ static int sd_setup(void *impl, mbk_integrator *ig)
     d->nroots = ig_num_roots(ig);
     d->nst = d->netf = d->ncfn = d->nje = 0;
     d->need_reinit = false;
+    d->restored_step = false;
     d->sd_msg[0] = d->cb_msg[0] = '\0';
     d->cb_status = 0;
     size_t nr = d->nroots > 0 ? (size_t)d->nroots : 1;
@@ -475,6 +478,16 @@ static int sd_step_empty(sd_impl *d, mbk_integrator *ig, double t_stop)
     return ig_finish_in_place(ig, t1);
 }
 
+/* After the first step from a checkpoint, restarts go back to the settings' initial step. */
+static void sd_end_restored_step(sd_impl *d)
+{
+    if (!d->restored_step) return;
+    d->restored_step = false;
+    double h0 = d->ig->set.initial_step;
+    if (d->kind == SD_IDA) IDASetInitStep(d->mem, h0);
+    else CVodeSetInitStep(d->mem, h0);
+}
+
 static int sd_step(void *impl, mbk_integrator *ig, double t_stop)
 {
     sd_impl *d = impl;
@@ -508,6 +521,7 @@ static int sd_step(void *impl, mbk_integrator *ig, double t_stop)
         SD_TRY(IDASetStopTime(d->mem, t_stop), "setting the stop time");
         flag = IDASolve(d->mem, t_stop, &tret, d->y, d->yp, IDA_ONE_STEP);
         sd_stats(d);
+        if (flag >= 0) sd_end_restored_step(d);
         if (flag >= 0 && fatal_callback(d)) flag = IDA_RES_FAIL;
         if (flag < 0) return sd_fail(d, flag, "step", tret);
         if (flag == IDA_TSTOP_RETURN) tret = t_stop;
@@ -519,6 +533,7 @@ static int sd_step(void *impl, mbk_integrator *ig, double t_stop)
         SD_TRY(CVodeSetStopTime(d->mem, t_stop), "setting the stop time");
         flag = CVode(d->mem, t_stop, d->y, &tret, CV_ONE_STEP);
         sd_stats(d);
+        if (flag >= 0) sd_end_restored_step(d);
         /* CVODE's fixed-point solver (Adams) can treat a callback's -1 as a failed
            iteration and go on with a smaller step: a fatal status ends the run here. */
         if (flag >= 0 && fatal_callback(d)) flag = CV_RHSFUNC_FAIL;
@@ -551,6 +566,49 @@ static int sd_step(void *impl, mbk_integrator *ig, double t_stop)
     return ig_finish_in_place(ig, tret);
 }
 
+/* Checkpoints: SUNDIALS' step size to try next, its order and internal time (the
+   order, the history and the Nordsieck array cannot be put back into SUNDIALS). */
+typedef struct sd_saved {
+    double h_next, t_solver;
+    int order, pad;
+} sd_saved;
+
+static int sd_save(void *impl, const mbk_integrator *ig, void *buf, size_t capacity, size_t *size)
+{
+    (void)ig;
+    const sd_impl *d = impl;
+    sd_saved v = {0, 0, 0, 0};
+    if (d->mem && d->kind == SD_IDA) {
+        IDAGetCurrentStep(d->mem, &v.h_next);
+        IDAGetCurrentOrder(d->mem, &v.order);
+        IDAGetCurrentTime(d->mem, &v.t_solver);
+    } else if (d->mem) {
+        CVodeGetCurrentStep(d->mem, &v.h_next);
+        CVodeGetCurrentOrder(d->mem, &v.order);
+        CVodeGetCurrentTime(d->mem, &v.t_solver);
+    }
+    *size = sizeof v;
+    if (buf && capacity >= sizeof v) memcpy(buf, &v, sizeof v);
+    return MBK_OK;
+}
+
+/* After a load the solver was set up afresh (sd_setup) at the saved State: its first
+   step tries the saved step size. */
+static int sd_load(void *impl, mbk_integrator *ig, const void *buf, size_t size)
+{
+    sd_impl *d = impl;
+    sd_saved v;
+    if (size != sizeof v)
+        return mbk_set_error(MBK_EPARSE, "%s expects %zu bytes of its own state, got %zu", sd_name(d), sizeof v, size);
+    memcpy(&v, buf, sizeof v);
+    if (!(isfinite(v.h_next) && v.h_next >= 0))
+        return mbk_set_error(MBK_EPARSE, "%s: the saved step size %g is not finite and >= 0", sd_name(d), v.h_next);
+    if (!d->mem || v.h_next == 0) return MBK_OK;
+    d->restored_h = isfinite(ig->set.max_step) ? fmin(v.h_next, ig->set.max_step) : v.h_next;
+    d->restored_step = true; /* kept by sd_apply_settings until the first step */
+    return sd_apply_settings(d);
+}
+
 static void sd_destroy(void *impl)
 {
     sd_impl *d = impl;
@@ -574,7 +632,9 @@ static mbk_integrator *sd_create(const mbk_system *sys, sd_kind kind)
                               .initialize = sd_setup,
                               .reinitialize = sd_reinit,
                               .step = sd_step,
-                              .destroy = sd_destroy};
+                              .destroy = sd_destroy,
+                              .save = sd_save,
+                              .load = sd_load};
     mbk_integrator *ig = ig_create(sys, &ops, d, IG_IN_PLACE);
     if (ig) d->ig = ig;
     return ig;

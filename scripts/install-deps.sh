@@ -8,6 +8,7 @@ packages=(
   libopenblas-dev liblapacke-dev    # dense linear algebra (LAPACK on OpenBLAS)
   libsundials-dev                   # CVODE and IDA
   libexpat1-dev                     # XML parser of the URDF loader
+  zlib1g-dev                        # CRC-32 of checkpoint files
   libmujoco-dev                     # independent reference for the URDF tests
   clang libclang-rt-dev             # libFuzzer for the URDF fuzz test (skipped without them)
   libsimbody-dev                    # independent reference for tests and benchmarks

@@ -1,6 +1,6 @@
 /* The State block: its geometry, and rebuilding it with one edit (an allocation or
  * dropped allocations), the empty layout, the lifetimes of the values it holds and the
- * fingerprint of its Topology layout.
+ * fingerprint of its layout.
  *
  * Layout changes (allocation at Topology, Model and Instance, and dropping
  * Model/Instance allocations) rebuild the block from the old one; they
@@ -307,7 +307,7 @@ static uint64_t fnv(uint64_t h, const void *data, size_t n)
     return h;
 }
 
-uint64_t st_layout_hash(const mbk_state *s)
+uint64_t st_layout_hash(const mbk_state *s, int full)
 {
     const st_hdr *h = st_hdr_of(s);
     uint64_t x = 1469598103934665603ull;
@@ -315,17 +315,24 @@ uint64_t st_layout_hash(const mbk_state *s)
     for (int k = 0; k < h->nsub; ++k) {
         const st_sub *b = st_sub_of(s, k);
         int counts[6] = {b->nq_topo, b->nu_topo, b->nz_topo, b->ndisc_topo, b->ncache_topo, k};
+        if (full) {
+            counts[0] = b->nq, counts[1] = b->nu, counts[2] = b->nz;
+            counts[3] = b->ndisc, counts[4] = b->ncache;
+        }
         x = fnv(x, counts, sizeof counts);
     }
+    /* sizes as 64 bits, so that the hash does not depend on the width of size_t */
     for (int i = 0; i < h->ndisc; ++i) {
         const st_disc *d = &st_disc_recs(s)[i];
-        x = fnv(x, &d->type.size, sizeof d->type.size);
+        uint64_t size = d->type.size;
+        x = fnv(x, &size, sizeof size);
         x = fnv(x, &d->invalidates, sizeof d->invalidates);
         x = fnv(x, d->type.name, strlen(d->type.name));
     }
     for (int i = 0; i < h->ncache; ++i) {
         const st_cache *c = &st_cache_recs(s)[i];
-        x = fnv(x, &c->type.size, sizeof c->type.size);
+        uint64_t size = c->type.size;
+        x = fnv(x, &size, sizeof size);
         x = fnv(x, &c->depends_on, sizeof c->depends_on);
         x = fnv(x, &c->computed_by, sizeof c->computed_by);
         x = fnv(x, c->type.name, strlen(c->type.name));

@@ -188,8 +188,9 @@ void st_destroy_values(const mbk_state *s);
 void st_value_copy(const mbk_value_type *t, void *dst, const void *src);
 /* Destroy a value in place (its type's destroy op, if any). */
 void st_value_destroy(const mbk_value_type *t, void *v);
-/* Fingerprint of the layout made at Topology (counts, types, stages). */
-uint64_t st_layout_hash(const mbk_state *s);
+/* Fingerprint of the layout (counts, types, stages): of what Topology allocated, or
+   with `full` of everything allocated so far (Topology and Model). */
+uint64_t st_layout_hash(const mbk_state *s, int full);
 
 /* ---- state_alloc.c: allocation ---- */
 /* Drop allocations made at stage `from` or later (Model or Instance). */

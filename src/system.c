@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "mbk/alloc.h"
+#include "mbk/checkpoint.h"
 #include "mbk/status.h"
 #include "state_impl.h"
 
@@ -234,7 +235,7 @@ int mbk_system_realize_topology(mbk_system *sys)
     }
     /* Two Systems built alike get the same stamp; any topology change gives another. */
     uint64_t v = (uint64_t)sys->topology_version;
-    st_hdr_of(s)->stamp = st_layout_hash(s) ^ (v * 0x9E3779B97F4A7C15ull);
+    st_hdr_of(s)->stamp = st_layout_hash(s, 0) ^ (v * 0x9E3779B97F4A7C15ull);
     mbk_state_destroy(sys->default_state);
     sys->default_state = s;
     sys->stamp = st_hdr_of(s)->stamp;
@@ -248,6 +249,25 @@ const mbk_state *mbk_system_get_default_state(const mbk_system *sys)
     else if (!sys->topology_realized)
         mbk_set_error(MBK_ESTAGE, "mbk_system_get_default_state: call mbk_system_realize_topology first");
     return sys && sys->topology_realized ? sys->default_state : NULL;
+}
+
+uint64_t mbk_system_get_fingerprint(const mbk_system *sys)
+{
+    const char *fn = "mbk_system_get_fingerprint";
+    if (!sys) return mbk_set_error(MBK_EINVAL, "%s: system is NULL", fn), 0;
+    if (!sys->topology_realized)
+        return mbk_set_error(MBK_ESTAGE, "%s: system '%s' has no realized topology; call "
+                             "mbk_system_realize_topology first", fn, sys->name), 0;
+    /* the layout of the default State once Model has allocated what its choices ask */
+    mbk_state *s = mbk_state_create();
+    int rc = s ? mbk_state_copy(s, sys->default_state) : MBK_ENOMEM;
+    if (rc == MBK_OK) rc = mbk_system_realize(sys, s, MBK_STAGE_MODEL);
+    uint64_t x = rc == MBK_OK ? st_layout_hash(s, 1) : 0;
+    if (rc == MBK_OK && x == 0) x = 1; /* 0 means failure */
+    if (rc != MBK_OK) mbk_set_error(rc < 0 ? rc : MBK_EINVAL, "%s: realizing the default State of "
+                                    "system '%s' to Model failed: %s", fn, sys->name, mbk_last_error());
+    mbk_state_destroy(s);
+    return x;
 }
 
 int mbk_state_init(mbk_state *s, const mbk_system *sys)

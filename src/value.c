@@ -7,7 +7,7 @@
 #include <string.h>
 
 #define PLAIN_TYPE(var, cname, ctype) \
-    const mbk_value_type var = {cname, sizeof(ctype), alignof(ctype), NULL, NULL}
+    const mbk_value_type var = {.name = cname, .size = sizeof(ctype), .align = alignof(ctype)}
 
 PLAIN_TYPE(mbk_value_double, "double", double);
 PLAIN_TYPE(mbk_value_int, "int", int);
@@ -19,20 +19,20 @@ PLAIN_TYPE(mbk_value_spatial_vec, "mbk_spatial_vec", mbk_spatial_vec);
 
 mbk_value_type mbk_value_array_of_double(int n)
 {
-    mbk_value_type t = {"double[]", (size_t)(n > 0 ? n : 0) * sizeof(double), alignof(double),
-                        NULL, NULL};
+    mbk_value_type t = {.name = "double[]", .size = (size_t)(n > 0 ? n : 0) * sizeof(double),
+                        .align = alignof(double)};
     return t;
 }
 
 mbk_value_type mbk_value_array_of_int(int n)
 {
-    mbk_value_type t = {"int[]", (size_t)(n > 0 ? n : 0) * sizeof(int), alignof(int), NULL, NULL};
+    mbk_value_type t = {.name = "int[]", .size = (size_t)(n > 0 ? n : 0) * sizeof(int), .align = alignof(int)};
     return t;
 }
 
 mbk_value_type mbk_value_bytes(size_t size, size_t align)
 {
-    mbk_value_type t = {"bytes", size, align, NULL, NULL};
+    mbk_value_type t = {.name = "bytes", .size = size, .align = align};
     return t;
 }
 
@@ -40,7 +40,8 @@ bool mbk_value_type_equal(const mbk_value_type *a, const mbk_value_type *b)
 {
     if (!a || !b) return false;
     return a->size == b->size && a->align == b->align && a->copy == b->copy &&
-           a->destroy == b->destroy && a->name && b->name && strcmp(a->name, b->name) == 0;
+           a->destroy == b->destroy && a->serialize == b->serialize &&
+           a->deserialize == b->deserialize && a->name && b->name && strcmp(a->name, b->name) == 0;
 }
 
 int mbk_value_type_check(const mbk_value_type *type)

@@ -182,10 +182,10 @@ static void tagged_copy(void *dst, const void *src)
 }
 static void tagged_copy_other(void *dst, const void *src) { memcpy(dst, src, sizeof(tagged)); }
 static const mbk_value_type tagged_type = {"tagged", sizeof(tagged), _Alignof(tagged),
-                                           tagged_copy, NULL};
+                                           tagged_copy, NULL, NULL, NULL};
 /* Same name, size and alignment but another copy op: a different type. */
 static const mbk_value_type tagged_impostor = {"tagged", sizeof(tagged), _Alignof(tagged),
-                                               tagged_copy_other, NULL};
+                                               tagged_copy_other, NULL, NULL, NULL};
 
 /* ------------------------------------------------------------------ */
 /* Subsystem "probe": one of every kind of State item                   */
@@ -222,11 +222,11 @@ static int probe_enter(const probe *p, const mbk_subsystem_ctx *c, const mbk_sta
 static void topology_refusals(mbk_state *s, int k)
 {
     static const double nan_init[2] = {0.0, NAN}, inf_init[1] = {INFINITY};
-    const mbk_value_type t_size0 = {"size0", 0, 8, NULL, NULL};
-    const mbk_value_type t_noname = {NULL, 8, 8, NULL, NULL};
-    const mbk_value_type t_align3 = {"align3", 8, 3, NULL, NULL};
-    const mbk_value_type t_align0 = {"align0", 8, 0, NULL, NULL};
-    const mbk_value_type t_align128 = {"align128", 128, 128, NULL, NULL};
+    const mbk_value_type t_size0 = {"size0", 0, 8, NULL, NULL, NULL, NULL};
+    const mbk_value_type t_noname = {NULL, 8, 8, NULL, NULL, NULL, NULL};
+    const mbk_value_type t_align3 = {"align3", 8, 3, NULL, NULL, NULL, NULL};
+    const mbk_value_type t_align0 = {"align0", 8, 0, NULL, NULL, NULL, NULL};
+    const mbk_value_type t_align128 = {"align128", 128, 128, NULL, NULL, NULL, NULL};
     const double one = 1.0;
     int n = mbk_state_get_num_subsystems(s);
 

@@ -509,7 +509,7 @@ static void owned_destroy(void *v)
     free(o->data);
     o->data = NULL;
 }
-static const mbk_value_type owned_type = {"owned", sizeof(owned), _Alignof(owned), owned_copy, owned_destroy};
+static const mbk_value_type owned_type = {"owned", sizeof(owned), _Alignof(owned), owned_copy, owned_destroy, NULL, NULL};
 
 static int owner_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 {

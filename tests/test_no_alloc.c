@@ -104,7 +104,7 @@ static void ring_copy(void *dst, const void *src)
     memcpy(dst, src, sizeof(ring));
     ring_copies++;
 }
-static const mbk_value_type ring_type = {"ring", sizeof(ring), _Alignof(ring), ring_copy, NULL};
+static const mbk_value_type ring_type = {"ring", sizeof(ring), _Alignof(ring), ring_copy, NULL, NULL, NULL};
 
 /* ------------------------------------------------------------------ */
 /* Subsystem "springs": three masses on springs under gravity           */

@@ -52,6 +52,7 @@
 #define MBK_INTEGRATOR_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include "mbk/events.h"
 #include "mbk/state.h"
 #include "mbk/system.h"
@@ -220,6 +221,15 @@ typedef struct mbk_integrator_ops {
     int (*step)(void *impl, mbk_integrator *ig, double t_stop);
     /* Free impl (called by mbk_integrator_destroy). May be NULL. */
     void (*destroy)(void *impl);
+    /* Checkpoints (mbk/checkpoint.h), both optional: save writes the step op's own
+       state (what, beyond the current State and the driver's, decides its next steps:
+       the next step size, ...) into buf (capacity bytes) and sets *size; with buf NULL
+       it only sets *size. NULL: nothing of its own is saved. */
+    int (*save)(void *impl, const mbk_integrator *ig, void *buf, size_t capacity, size_t *size);
+    /* load restores what save wrote, after mbk_integrator_load has set the current
+       State up and called initialize; refuse (negative status, message set) bytes it
+       cannot use. NULL: the op starts afresh after a load, as after initialize. */
+    int (*load)(void *impl, mbk_integrator *ig, const void *buf, size_t size);
 } mbk_integrator_ops;
 
 /* Integrator from an ops table (copied) and impl (owned from now on, even on failure). */

@@ -3,6 +3,7 @@
 #define MBK_MBK_H
 
 #include "mbk/alloc.h"
+#include "mbk/checkpoint.h"
 #include "mbk/constraints.h"
 #include "mbk/events.h"
 #include "mbk/function.h"

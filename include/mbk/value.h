@@ -7,7 +7,12 @@
  * (static functions and string literals). Values must be relocatable: the
  * State may move them with memcpy while it is being laid out (Topology,
  * Model and Instance stages). A value whose bytes are all zero must be valid
- * (used when no initial value is given). */
+ * (used when no initial value is given).
+ *
+ * Checkpoints (mbk/checkpoint.h) write discrete variables. A type without
+ * copy and destroy ops is written as its bytes; a type with either one (its
+ * bytes own memory) needs serialize and deserialize ops, and a State holding
+ * one without them is refused by mbk_state_save naming the variable. */
 #ifndef MBK_VALUE_H
 #define MBK_VALUE_H
 
@@ -28,6 +33,15 @@ typedef struct mbk_value_type {
     size_t size, align;                        /* bytes; align is a power of two */
     void (*copy)(void *dst, const void *src);  /* construct dst (raw memory) from src; NULL: memcpy */
     void (*destroy)(void *value);              /* release what value owns; NULL: nothing */
+    /* Checkpoints, for types with a copy or destroy op: write the value as bytes into
+       buf (capacity bytes) and set *size to their count; with buf NULL only set *size.
+       Return 0, or nonzero on failure. The bytes need not be portable beyond machines of
+       the same byte order. NULL: the type cannot be checkpointed. */
+    int (*serialize)(const void *value, void *buf, size_t capacity, size_t *size);
+    /* Construct a value into raw memory dst from size bytes that serialize wrote;
+       return 0, or nonzero when the bytes are not a valid value (dst is then left
+       unconstructed). */
+    int (*deserialize)(void *dst, const void *buf, size_t size);
 } mbk_value_type;
 
 extern const mbk_value_type mbk_value_double;      /* double */
@@ -44,7 +58,7 @@ mbk_value_type mbk_value_array_of_double(int n);
 mbk_value_type mbk_value_array_of_int(int n);
 /* Plain bytes of the given size and alignment, copied with memcpy (name "bytes"). */
 mbk_value_type mbk_value_bytes(size_t size, size_t align);
-/* True when a and b describe the same type (name, size, alignment and ops). */
+/* True when a and b describe the same type (name, size, alignment and every op). */
 bool mbk_value_type_equal(const mbk_value_type *a, const mbk_value_type *b);
 /* MBK_OK if the type is usable (name set, size > 0, align a power of two <= 64). */
 int mbk_value_type_check(const mbk_value_type *type);
