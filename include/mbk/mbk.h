@@ -5,6 +5,7 @@
 #include "mbk/alloc.h"
 #include "mbk/constraints.h"
 #include "mbk/events.h"
+#include "mbk/external.h"
 #include "mbk/function.h"
 #include "mbk/integrator.h"
 #include "mbk/forces.h"
