@@ -119,6 +119,113 @@ int mbk_system_project_u(const mbk_system *sys, mbk_state *s, double tol);
 int mbk_matter_select_independent_constraints(const mbk_matter *m, const mbk_state *s, int *rows,
                                               int *n_rows);
 
+/* ---- the DAE with the constraint rows in it --------------------------------
+   For solvers that want the constraints in the residual (IDA with algebraic
+   components, a hand-written index-3 Newton, ArtiSynth's and SOFA's
+   constraint solvers) rather than solved inside the State. F(t, y, yp) = 0
+   with y, yp and r of length n:
+
+     y = [ q (nq) | u (nu) | z (nz) | lambda (nlambda) | mu (nmu, GGL only) ]
+     r = [ r_q    | r_u    | r_z    | r_lambda         | r_mu               ]
+
+   q, u, z are the State's y (mbk_state_get_y); lambda holds the multipliers of
+   the kept constraint rows K (mbk_dae_options.rows, all m rows by default), in
+   the multiplier order; mu (GGL) one second multiplier per kept holonomic row.
+   Rows not kept have multiplier zero and no equation: keep a non-redundant set
+   (mbk_matter_select_independent_constraints) when rows are redundant. The
+   entries of yp past nq + nu + nz are not read (they have no derivative).
+
+   MBK_DAE_INDEX3 (nlambda = |K|, nmu = 0):
+     r_q      = qp - N(q) u                        (= qp - qdot)
+     r_u      = M(q) up + C(q, u) - f(t, q, u) + G_K(q)^T lambda
+     r_z      = zp - zdot(t, y)
+     r_lambda = [ perr(t, q)          for the kept holonomic rows,
+                  verr(t, q, u)       for the kept nonholonomic rows,
+                  aerr(t, q, u, up)   for the kept acceleration-only rows ]
+   MBK_DAE_GGL (stabilized index 2: nlambda = |K|, nmu = kept holonomic rows):
+     r_q      = qp - N(q) (u - P_K(q)^T mu)
+     r_u, r_z   as above
+     r_lambda = [ pverr(t, q, u) = P u + c(t); verr; aerr(up) ]   (velocity level)
+     r_mu     = perr(t, q) of the kept holonomic rows
+   MBK_DAE_INDEX1: y = [q u z], r = yp - ydot(t, y): mbk_system_calc_dae_residual.
+
+   Here f is the applied forces of every force element (mobility forces plus
+   J^T body forces), C the velocity terms, M the mass matrix: the second block
+   is the inverse-dynamics residual of mbk_matter_calc_residual_force plus the
+   multipliers' generalized forces, so it has the units of force and the sign
+   of "left side minus right side" (M up + G^T lambda = f - C), as every other
+   block has (yp - what the model says). P is the holonomic rows of G (u
+   space), so d perr/dq = P N^+. On an exact solution mu = 0, and r = 0 at
+   y, yp from mbk_system_get_dae_values.
+
+   Jacobian structure (dense blocks, - for zero; G_K, P_K, V_K, A_K the kept
+   rows of G and of its holonomic, nonholonomic and acceleration-only parts):
+     dr/dyp:        q       u        z     lambda  mu
+       r_q          I       -        -       -      -
+       r_u          -       M        -       -      -
+       r_z          -       -        I       -      -
+       r_lambda     -    A_K rows    -       -      -   (only acceleration-only rows)
+       r_mu         -       -        -       -      -
+     dr/dy:         q       u        z     lambda  mu
+       r_q          *      -N        -       -    N P_K^T (GGL)
+       r_u          *       *        *     G_K^T    -
+       r_z          *       *        *       -      -
+       r_lambda   (index 3) holonomic rows P_K N^+ | - | - | - | -
+                  (GGL) holonomic rows        *    | P_K | - | - | -
+                  nonholonomic rows           *    | V_K | - | - | -
+                  acceleration-only rows      *    |  *  | - | - | -
+       r_mu       P_K N^+   -        -       -      -
+   (* a block that is in general dense: the derivatives of N, M, C, f, G with q,
+   u; mbk_system_calc_ydot_jacobian and docs/derivatives.md give them.) The
+   index-3 Newton matrix dr/dy + a dr/dyp is the saddle-point system
+   [a M + ..., G^T; P N^+ ..., 0], nonsingular when the kept rows are
+   independent. */
+typedef enum mbk_dae_form {
+    MBK_DAE_INDEX1 = 1, /* y = [q u z]: r = yp - ydot (constraints solved inside the State) */
+    MBK_DAE_GGL = 2,    /* stabilized index 2: y = [q u z lambda mu] */
+    MBK_DAE_INDEX3 = 3  /* index 3: y = [q u z lambda] */
+} mbk_dae_form;
+
+typedef struct mbk_dae_options {
+    mbk_dae_form form;
+    const int *rows; /* kept constraint rows, multiplier indices strictly increasing;
+                        NULL: all m rows */
+    int n_rows;      /* how many (ignored when rows is NULL) */
+} mbk_dae_options;
+
+typedef struct mbk_dae_layout {
+    int n;          /* length of y, yp and r: ny + nlambda + nmu */
+    int ny;         /* nq + nu + nz: the State's y, first in y */
+    int nq, nu, nz; /* y[0, nq) = q, then u, then z */
+    int nlambda;    /* y[ny, ny + nlambda): multipliers of the kept rows */
+    int nmu;        /* y[ny + nlambda, n): GGL's mu, one per kept holonomic row */
+    int np, nv, na; /* kept rows by kind: lambda's first np are holonomic, the next nv
+                       nonholonomic, the last na acceleration-only */
+    int m;          /* the State's number of multipliers (all rows) */
+} mbk_dae_layout;
+
+/* The sizes of a form (realizes s to Instance; checks the options: MBK_EINVAL for
+   an unknown form or rows not strictly increasing in 0..m-1). */
+int mbk_system_get_dae_layout(const mbk_system *sys, mbk_state *s, const mbk_dae_options *opt,
+                              mbk_dae_layout *layout);
+/* The residual r (n values) of the form at (t, y, yp), as above. Sets t and the
+   State's y = [q u z] from y and realizes s to Dynamics (Acceleration when the
+   System has z, or speeds outside matter, or for MBK_DAE_INDEX1), leaving it
+   there; no constraint solve runs at Dynamics, so any y is fine. Input is
+   checked before anything changes; a failed realization puts t and y back.
+   O(n + m) after the realization. */
+int mbk_system_calc_constrained_dae_residual(const mbk_system *sys, mbk_state *s,
+                                             const mbk_dae_options *opt, double t, const double *y,
+                                             const double *yp, double *r);
+/* Consistent y and yp (n values each) of the form from the State (realized to
+   Acceleration): [q u z] and [qdot udot zdot], the State's multipliers on the
+   kept rows (when rows are left out, the multipliers of the kept ones that give
+   the same constraint forces, G_K^T lambda_K = G^T lambda, by least squares),
+   mu = 0 and yp's lambda and mu parts 0. Initial values for IDA or any DAE
+   solver. */
+int mbk_system_get_dae_values(const mbk_system *sys, mbk_state *s, const mbk_dae_options *opt, double *y,
+                              double *yp);
+
 #ifdef __cplusplus
 }
 #endif
