@@ -226,6 +226,87 @@ int mbk_system_calc_constrained_dae_residual(const mbk_system *sys, mbk_state *s
 int mbk_system_get_dae_values(const mbk_system *sys, mbk_state *s, const mbk_dae_options *opt, double *y,
                               double *yp);
 
+/* ---- events for an outside driver --------------------------------------------
+   The library's integrators watch the *active* witnesses: every witness of the
+   events subsystem and those of other subsystems that have a handle_events op.
+   These calls give an outside integrator the same list, in the same order
+   (stage by stage, Time..Report; within a stage by subsystem; within a
+   subsystem by slot), numbered 0..nw-1, so its root finder can watch them, and
+   then dispatch what it found exactly as mbk_integrator_step_to does. A
+   driver (docs/integrators.md section 8.3):
+     1. before a step from State s0: t_s = mbk_system_get_next_scheduled_time and
+        the next periodic report time (mbk_system_get_next_report_time); do not
+        step past them; w0 = the witnesses at s0;
+     2. after the step to s1: w1 = mbk_system_calc_witnesses at (t1, y1) (or
+        mbk_system_get_witnesses on s1 realized to mbk_system_get_witness_stage);
+        mbk_system_find_witness_crossings(w0, w1) says which crossed;
+     3. if any did, locate the first crossing on the step (any root finder
+        calling mbk_system_calc_witnesses on a scratch State), step again to just
+        past it, and find the crossings over that shorter step;
+     4. mbk_system_handle_events_at(sys, s0, s, fired, &result) runs the
+        handlers of the fired witnesses and of the scheduled events due at s's
+        time (one handle_events call per subsystem, triggered ids first);
+     5. if result.lowest_modified <= Report: re-realize, mbk_system_project,
+        and restart the integrator when lowest_modified <= Acceleration (after
+        Instance or Model changes the witness list itself may change: read
+        mbk_system_get_num_witnesses again);
+     6. realize to Report and call mbk_system_call_witness_reporters(fired) and
+        mbk_system_call_periodic_reporters at reporter times;
+     7. stop when result.terminate.
+   Crossings follow events.h: rising from < 0 to >= 0, falling from > 0 to <= 0. */
+
+/* Most events of one subsystem that mbk_system_handle_events_at passes at one time. */
+#define MBK_MAX_SIMULTANEOUS_EVENTS 256
+
+typedef struct mbk_witness_info {
+    int subsystem;                 /* the subsystem whose witness it is */
+    int event_id;                  /* its id there: what handle_events receives */
+    mbk_stage stage;               /* realize to this stage to evaluate it */
+    mbk_event_direction direction; /* the crossings that count */
+    bool reporter;                 /* an event reporter (report it, do not handle it) */
+} mbk_witness_info;
+
+/* Number of active witnesses nw (Instance; after a handler changed an Instance- or
+   Model-stage variable it may change). */
+int mbk_system_get_num_witnesses(const mbk_system *sys, const mbk_state *s);
+/* The active witnesses' descriptions, nw entries (Instance). */
+int mbk_system_get_witness_info(const mbk_system *sys, const mbk_state *s, mbk_witness_info *info);
+/* The highest stage of an active witness (Time when there is none): realize to it
+   before reading the witnesses (Instance). */
+int mbk_system_get_witness_stage(const mbk_system *sys, const mbk_state *s, mbk_stage *stage);
+/* The active witnesses' values w (nw) and, if not NULL, directions, from the State
+   (realized to every witness's stage, else MBK_ESTAGE); w may be NULL to read the
+   directions only (Instance). */
+int mbk_system_get_witnesses(const mbk_system *sys, const mbk_state *s, double *w,
+                             mbk_event_direction *directions);
+/* The witnesses at (t, y): sets t and y (y NULL: keep the State's), realizes s to
+   the witness stage and reads them (nw values): a root finder's function. Refused
+   input and failed realizations leave t and y as they were. */
+int mbk_system_calc_witnesses(const mbk_system *sys, mbk_state *s, double t, const double *y, double *w);
+/* fired[i] = 1 when witness i crossed from w_before[i] to w_after[i] in its direction,
+   else 0 (fired may be NULL); returns how many crossed (Instance). */
+int mbk_system_find_witness_crossings(const mbk_system *sys, const mbk_state *s, const double *w_before,
+                                      const double *w_after, int *fired);
+/* Run the handlers of the events that occurred at s's time: the active witnesses
+   with fired[i] != 0 (nw flags, e.g. SUNDIALS' rootsfound; NULL: none), reporters
+   among them skipped, and, when `from` (a State of the step's start, earlier than
+   s) is given, the scheduled events the subsystems report after from's time that
+   are due at exactly s's time (MBK_EINVAL if one is due before s: step to it
+   first). Each subsystem's handle_events op gets all of its ids in one call,
+   triggered ones first, in subsystem order. *result is the merge of what the
+   handlers report (lowest stage changed, terminate). Returns the number of events
+   handled (>= 0), or a negative status; a handler that changes t is an error
+   (MBK_EUSER). On failure handlers that ran may have changed s: copy the State
+   first (mbk_state_copy) if you need to go back. */
+int mbk_system_handle_events_at(const mbk_system *sys, const mbk_state *from, mbk_state *s, const int *fired,
+                                mbk_event_result *result);
+/* Call the event reporters among the fired witnesses (fired: nw flags) on s,
+   realized to Report. Returns how many ran. */
+int mbk_system_call_witness_reporters(const mbk_system *sys, const mbk_state *s, const int *fired);
+/* The earliest time after s's time at which some subsystem has a scheduled event
+   (INFINITY when none). Periodic reporters: mbk_system_get_next_report_time. */
+int mbk_system_get_next_scheduled_time(const mbk_system *sys, const mbk_state *s, double *t_next);
+
 #ifdef __cplusplus
 }
 #endif
