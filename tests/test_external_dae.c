@@ -14,7 +14,9 @@
  * (4) bad input: NULL arrays, NaN, bad options, a stale State: a clear status
  *     and the State's variables unchanged;
  * (5) the checks can fail: a planted sign error in the reference of
- *     dr_u/dlambda, and a perturbed multiplier, are caught. */
+ *     dr_u/dlambda, and a perturbed multiplier, are caught;
+ * (6) the residual, layout and values calls allocate nothing. */
+#include "mbk/alloc.h"
 #include "mbk/constraints.h"
 #include "mbk/external.h"
 #include "mbk/forces.h"
@@ -383,8 +385,35 @@ static void test_bad_input(void)
     mbk_system_destroy(sys);
 }
 
+/* (6) no allocation */
+static void test_no_allocation(void)
+{
+    mbk_system *sys = fourbar();
+    const double q[3] = {0.9, 0.8, -2.0}, u[3] = {1.3, 0, 0};
+    const bool locked[3] = {true, false, false};
+    mbk_state *s = consistent_state(sys, q, u, locked);
+    int rows[3], n = 0;
+    mbk_matter_select_independent_constraints(mbk_multibody_get_matter(sys), s, rows, &n);
+    mbk_dae_options o[3] = {{MBK_DAE_INDEX3, rows, n}, {MBK_DAE_GGL, rows, n}, {MBK_DAE_GGL, NULL, 0}};
+    double y[N_MAX], yp[N_MAX], r[N_MAX];
+    mbk_dae_layout L;
+    long before = mbk_get_allocation_count();
+    int bad = 0;
+    for (int k = 0; k < 3; ++k) {
+        bad += mbk_system_get_dae_layout(sys, s, &o[k], &L) < 0;
+        bad += mbk_system_get_dae_values(sys, s, &o[k], y, yp) < 0;
+        y[0] += 1e-3;
+        bad += mbk_system_calc_constrained_dae_residual(sys, s, &o[k], 0.5, y, yp, r) < 0;
+    }
+    CHECK_INT(bad, 0);
+    CHECK_INT(mbk_get_allocation_count() - before, 0);
+    mbk_state_destroy(s);
+    mbk_system_destroy(sys);
+}
+
 int main(void)
 {
+    test_no_allocation();
     test_rod_chain();
     test_fourbar();
     test_bad_input();

@@ -9,7 +9,9 @@
  *     scheduled event, handled by its handle_events op (triggered ids first).
  * Also: the witness list and its order, directions, values at a stage, the
  * crossing rule, bad input (NULL, stage, stale State, `from` not earlier),
- * and a planted error in an event log is caught by the comparison. */
+ * and a planted error in an event log is caught by the comparison; the
+ * outside driver's event calls allocate nothing. */
+#include "mbk/alloc.h"
 #include "mbk/external.h"
 #include "mbk/forces.h"
 #include "mbk/integrator.h"
@@ -186,6 +188,8 @@ static int witnesses_at(driver *d, double t, double *w, double *y)
     return rc < 0 ? rc : mbk_system_calc_witnesses(d->sys, d->probe, t, y, w);
 }
 
+static long driver_allocations = -1; /* allocations while the driver stepped */
+
 /* Run the outside driver with fixed step h to T_END. */
 static int drive(const mbk_system *sys, const mbk_state *initial, double h)
 {
@@ -198,6 +202,7 @@ static int drive(const mbk_system *sys, const mbk_state *initial, double h)
     d.nw = mbk_system_get_num_witnesses(sys, d.cur);
     if (rc == 0 && (d.nw < 0 || d.nw > NW_MAX)) rc = MBK_EINVAL;
     if (rc == 0) rc = mbk_system_get_witnesses(sys, d.cur, d.w0, NULL);
+    long alloc0 = mbk_get_allocation_count();
     while (rc >= 0 && mbk_state_get_time(d.cur) < T_END) {
         double t = mbk_state_get_time(d.cur), ts, y1[2];
         if ((rc = mbk_system_get_next_scheduled_time(sys, d.cur, &ts)) < 0) break;
@@ -241,6 +246,7 @@ static int drive(const mbk_system *sys, const mbk_state *initial, double h)
         if ((rc = mbk_system_realize(sys, d.cur, MBK_STAGE_REPORT)) < 0) break;
         rc = mbk_system_get_witnesses(sys, d.cur, d.w0, NULL);
     }
+    driver_allocations = mbk_get_allocation_count() - alloc0;
     mbk_state_destroy(d.cur);
     mbk_state_destroy(d.prev);
     mbk_state_destroy(d.probe);
@@ -276,9 +282,10 @@ static void test_same_events(void)
     CHECK_INT(mbk_integrator_initialize(ig, s0), MBK_OK);
     CHECK_INT(mbk_integrator_integrate(ig, T_END, NULL, NULL), MBK_OK);
     mbk_integrator_destroy(ig);
-    /* the outside driver */
+    /* the outside driver (its States are made before it counts allocations) */
     cur_log = &out;
     int rc = drive(sys, s0, 1e-3);
+    CHECK_INT(driver_allocations, 0);
     if (!CHECK(rc >= 0)) fprintf(stderr, "    driver: %s\n", mbk_last_error());
     cur_log = NULL;
     /* every kind happened: bounces, apexes, the kick, the subsystem's crossings and its scheduled event */

@@ -17,7 +17,9 @@
  *     kept span G's row space; the full-rank tree keeps every row;
  * (6) bad input: NULL arrays, a State below the stage, a stale State, NaN:
  *     a clear status and the State's variables unchanged;
- * (7) the checks can fail: a planted error in N^T, and in G^T, is caught. */
+ * (7) the checks can fail: a planted error in N^T, and in G^T, is caught;
+ * (8) none of the calls allocates (mbk_get_allocation_count). */
+#include "mbk/alloc.h"
 #include "mbk/constraints.h"
 #include "mbk/external.h"
 #include "mbk/forces.h"
@@ -420,8 +422,42 @@ static void test_bad_input(void)
     mbk_system_destroy(other);
 }
 
+/* (8) no allocation in any of the operators on a realized State */
+static void test_no_allocation(void)
+{
+    mbk_system *sys = mixed_tree(true);
+    const mbk_matter *m = mbk_multibody_get_matter(sys);
+    mbk_state *s = random_state(sys, false, MBK_STAGE_ACCELERATION);
+    double a[NQ_MAX], b[NQ_MAX], lam[M_MAX];
+    mbk_spatial_vec F[NB_MAX];
+    int rows[M_MAX], n;
+    for (int i = 0; i < NQ_MAX; ++i) a[i] = 0.01 * i;
+    for (int i = 0; i < M_MAX; ++i) lam[i] = 0.1 * i;
+    long before = mbk_get_allocation_count();
+    int bad = 0;
+    for (int rep = 0; rep < 3; ++rep) {
+        bad += mbk_matter_multiply_by_N(m, s, false, a, b) < 0;
+        bad += mbk_matter_multiply_by_N(m, s, true, a, b) < 0;
+        bad += mbk_matter_multiply_by_N_pinv(m, s, false, a, b) < 0;
+        bad += mbk_matter_multiply_by_N_pinv(m, s, true, a, b) < 0;
+        bad += mbk_matter_multiply_by_G(m, s, a, b) < 0;
+        bad += mbk_matter_multiply_by_G_transpose(m, s, lam, b) < 0;
+        bad += mbk_matter_calc_constraint_forces_from_multipliers(m, s, lam, F, b) < 0;
+        bad += mbk_matter_calc_udot_given_multipliers(m, s, lam, b) < 0;
+        bad += mbk_matter_select_independent_constraints(m, s, rows, &n) < 0;
+        mbk_state_upd_u(s)[0] += 0.1; /* off the velocity manifold again */
+        bad += mbk_system_project_u(sys, s, 1e-12) < 0;
+        bad += mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION) < 0;
+    }
+    CHECK_INT(bad, 0);
+    CHECK_INT(mbk_get_allocation_count() - before, 0);
+    mbk_state_destroy(s);
+    mbk_system_destroy(sys);
+}
+
 int main(void)
 {
+    test_no_allocation();
     test_N(false);
     test_N(true);
     test_G();
