@@ -233,7 +233,7 @@ int mbk_system_get_dae_values(const mbk_system *sys, mbk_state *s, const mbk_dae
    (stage by stage, Time..Report; within a stage by subsystem; within a
    subsystem by slot), numbered 0..nw-1, so its root finder can watch them, and
    then dispatch what it found exactly as mbk_integrator_step_to does. A
-   driver (docs/integrators.md section 8.3):
+   driver (docs/integrators.md section 8.4):
      1. before a step from State s0: t_s = mbk_system_get_next_scheduled_time and
         the next periodic report time (mbk_system_get_next_report_time); do not
         step past them; w0 = the witnesses at s0;
