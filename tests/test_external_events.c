@@ -99,13 +99,19 @@ static int sub_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     return 0;
 }
 
+static bool sub_disables_gravity; /* the subsystem's handler switches gravity off (Instance) */
+
 static int sub_handle(void *impl, const mbk_subsystem_ctx *c, mbk_state *s, const int *ids, int n,
                       mbk_event_result *r)
 {
     (void)impl;
-    (void)c;
-    (void)r;
     for (int i = 0; i < n; ++i) note(ids[i] == 0 ? 'C' : 'D', mbk_state_get_time(s));
+    if (sub_disables_gravity) {
+        const mbk_system *sys = mbk_subsystem_ctx_get_system(c);
+        int rc = mbk_force_set_enabled(mbk_multibody_get_forces(sys), s, 0, false);
+        if (rc < 0) return rc;
+        r->lowest_modified = MBK_STAGE_INSTANCE;
+    }
     return 0;
 }
 
@@ -371,6 +377,31 @@ static void test_witness_list(void)
     mbk_system_destroy(sys);
 }
 
+/* Simultaneous events where the first subsystem's handler changes an Instance-stage
+   variable: the next subsystem's handler still gets its event. */
+static void test_instance_change(void)
+{
+    mbk_system *sys = make_ball();
+    mbk_state *s = initial_state(sys);
+    mbk_system_realize(sys, s, MBK_STAGE_REPORT);
+    static event_log log;
+    log.n = 0;
+    cur_log = &log;
+    sub_disables_gravity = true;
+    const int fired[3] = {1, 1, 0}; /* the subsystem's crossing and the bounce */
+    mbk_event_result r;
+    CHECK_INT(mbk_system_handle_events_at(sys, NULL, s, fired, &r), 2);
+    sub_disables_gravity = false;
+    cur_log = NULL;
+    CHECK(log.n == 2 && log.kind[0] == 'C' && log.kind[1] == 'B');
+    CHECK_INT(r.lowest_modified, MBK_STAGE_INSTANCE);
+    CHECK(mbk_state_get_stage(s) < MBK_STAGE_INSTANCE);
+    CHECK(mbk_state_get_u(s)[0] == 0.0); /* the bounce reversed u = 0 */
+    CHECK(!mbk_force_is_enabled(mbk_multibody_get_forces(sys), s, 0));
+    mbk_state_destroy(s);
+    mbk_system_destroy(sys);
+}
+
 static void test_bad_input(void)
 {
     mbk_system *sys = make_ball(), *other = make_ball();
@@ -415,6 +446,7 @@ int main(void)
 {
     test_witness_list();
     test_same_events();
+    test_instance_change();
     test_bad_input();
     return mbk_test_finish();
 }

@@ -255,7 +255,8 @@ int mbk_system_get_dae_values(const mbk_system *sys, mbk_state *s, const mbk_dae
      7. stop when result.terminate.
    Crossings follow events.h: rising from < 0 to >= 0, falling from > 0 to <= 0. */
 
-/* Most events of one subsystem that mbk_system_handle_events_at passes at one time. */
+/* Most fired witnesses, and most events of one subsystem, that
+   mbk_system_handle_events_at takes at one time (MBK_EINVAL beyond). */
 #define MBK_MAX_SIMULTANEOUS_EVENTS 256
 
 typedef struct mbk_witness_info {
@@ -294,7 +295,9 @@ int mbk_system_find_witness_crossings(const mbk_system *sys, const mbk_state *s,
    are due at exactly s's time (MBK_EINVAL if one is due before s: step to it
    first). Each subsystem's handle_events op gets all of its ids in one call,
    triggered ones first, in subsystem order. *result is the merge of what the
-   handlers report (lowest stage changed, terminate). Returns the number of events
+   handlers report (lowest stage changed, terminate). The fired witnesses are
+   read before any handler runs, so a handler may change Instance- or Model-stage
+   variables (the State then drops below Instance). Returns the number of events
    handled (>= 0), or a negative status; a handler that changes t is an error
    (MBK_EUSER). On failure handlers that ran may have changed s: copy the State
    first (mbk_state_copy) if you need to go back. */

@@ -18,7 +18,7 @@
 #include "mbk/status.h"
 #include "mbk/system.h"
 
-/* Most events of one subsystem handled at one time by mbk_system_handle_events_at. */
+/* Most fired witnesses, and most events of one subsystem, at one time (mbk_system_handle_events_at). */
 enum { MAX_IDS = MBK_MAX_SIMULTANEOUS_EVENTS };
 
 typedef struct wit {
@@ -222,24 +222,26 @@ int mbk_system_find_witness_crossings(const mbk_system *sys, const mbk_state *s,
     return rc < 0 ? rc : c.count;
 }
 
-/* Collect subsystem k's fired, non-reporter witness ids. */
+/* Collect the fired witnesses' (subsystem, id): handlers (reporters false) or the
+   events subsystem's reporters (reporters true). */
 typedef struct collect_ctx {
     const mbk_system *sys;
     const int *fired;
-    int k, ev, n;
-    int *ids;
-    bool reporters; /* collect the reporters instead (events subsystem) */
+    int ev, n;
+    int *sub, *ids;
+    bool reporters;
 } collect_ctx;
 
 static int collect_one(void *ctx, int i, const wit *w)
 {
     collect_ctx *c = ctx;
-    if (w->k != c->k || !c->fired[i]) return 0;
+    if (!c->fired[i]) return 0;
     bool rep = w->k == c->ev && mbk_system_is_event_reporter(c->sys, w->id);
     if (rep != c->reporters) return 0;
     if (c->n == MAX_IDS)
-        return mbk_set_error(MBK_EINVAL, "more than %d events of subsystem %d at one time; handle them in "
-                             "groups with mbk_system_handle_events", MAX_IDS, c->k);
+        return mbk_set_error(MBK_EINVAL, "more than %d fired witnesses at one time; handle them in groups "
+                             "with mbk_system_handle_events", MAX_IDS);
+    c->sub[c->n] = w->k;
     c->ids[c->n++] = w->id;
     return 0;
 }
@@ -259,43 +261,49 @@ int mbk_system_handle_events_at(const mbk_system *sys, const mbk_state *from, mb
                              mbk_state_get_time(from), t);
     *result = (mbk_event_result){MBK_STAGE_INFINITY, false};
     int nsub = mbk_system_get_num_subsystems(sys), ev = mbk_system_get_events_subsystem(sys), handled = 0;
-    int ids[MAX_IDS];
+    /* every fired witness first, while the State's witness layout is the one `fired`
+       refers to: a handler may change an Instance-stage variable and drop the State
+       below Instance */
+    int fsub[MAX_IDS], fid[MAX_IDS], ids[MAX_IDS];
+    collect_ctx c = {sys, fired, ev, 0, fsub, fid, false};
+    if (fired && (rc = each_witness(sys, s, collect_one, &c)) < 0) return mbk_set_error(rc, "%s: %s", fn, mbk_last_error());
     for (int k = 0; k < nsub; ++k) {
         const mbk_subsystem_ops *ops = mbk_system_get_subsystem_ops(sys, k);
         if (!ops->handle_events) continue;
-        collect_ctx c = {sys, fired, k, ev, 0, ids, false};
-        if (fired && (rc = each_witness(sys, s, collect_one, &c)) < 0) return mbk_set_error(rc, "%s: %s", fn, mbk_last_error());
+        int n = 0;
+        for (int i = 0; i < c.n; ++i)
+            if (fsub[i] == k) ids[n++] = fid[i];
         if (from && ops->next_scheduled_event) { /* those due at exactly t */
             double tn = INFINITY;
-            int n = MAX_IDS - c.n;
+            int ns = MAX_IDS - n;
             mbk_clear_error();
-            rc = mbk_system_next_scheduled_event(sys, k, from, &tn, ids + c.n, &n);
+            rc = mbk_system_next_scheduled_event(sys, k, from, &tn, ids + n, &ns);
             if (rc != 0)
                 return mbk_set_error(rc < 0 && rc == mbk_last_status() ? rc : MBK_EUSER, "%s: subsystem %d failed "
                                      "to report its next scheduled event: %s", fn, k, mbk_last_error());
             if (tn == t) {
-                if (n > MAX_IDS - c.n)
+                if (ns > MAX_IDS - n)
                     return mbk_set_error(MBK_EINVAL, "%s: more than %d events of subsystem %d at t = %.17g", fn,
                                          MAX_IDS, k, t);
-                c.n += n;
+                n += ns;
             } else if (tn < t) {
                 return mbk_set_error(MBK_EINVAL, "%s: subsystem %d has a scheduled event at t = %.17g, between "
                                      "`from` and the State (t = %.17g): step to it first "
                                      "(mbk_system_get_next_scheduled_time)", fn, k, tn, t);
             }
         }
-        if (c.n == 0) continue;
+        if (n == 0) continue;
         mbk_event_result r = {MBK_STAGE_INFINITY, false};
         mbk_clear_error();
-        rc = mbk_system_handle_events(sys, k, s, ids, c.n, &r);
+        rc = mbk_system_handle_events(sys, k, s, ids, n, &r);
         if (rc != 0)
             return mbk_set_error(rc < 0 && rc == mbk_last_status() ? rc : MBK_EUSER, "%s: subsystem %d ('%s') "
                                  "failed to handle %d event%s at t = %.17g: %s", fn, k,
-                                 mbk_system_get_subsystem_name(sys, k), c.n, c.n == 1 ? "" : "s", t,
+                                 mbk_system_get_subsystem_name(sys, k), n, n == 1 ? "" : "s", t,
                                  mbk_last_error());
         if (r.lowest_modified < result->lowest_modified) result->lowest_modified = r.lowest_modified;
         result->terminate = result->terminate || r.terminate;
-        handled += c.n;
+        handled += n;
     }
     if (mbk_state_get_time(s) != t)
         return mbk_set_error(MBK_EUSER, "%s: an event handler changed the time from %.17g to %.17g; handlers must "
@@ -310,8 +318,8 @@ int mbk_system_call_witness_reporters(const mbk_system *sys, const mbk_state *s,
     if (rc < 0) return rc;
     int ev = mbk_system_get_events_subsystem(sys);
     if (!fired || ev < 0) return 0;
-    int ids[MAX_IDS];
-    collect_ctx c = {sys, fired, ev, ev, 0, ids, true};
+    int sub[MAX_IDS], ids[MAX_IDS];
+    collect_ctx c = {sys, fired, ev, 0, sub, ids, true};
     if ((rc = each_witness(sys, s, collect_one, &c)) < 0) return rc;
     return mbk_system_call_event_reporters(sys, s, ids, c.n);
 }
