@@ -304,7 +304,11 @@ int mbk_system_find_witness_crossings(const mbk_system *sys, const mbk_state *s,
 int mbk_system_handle_events_at(const mbk_system *sys, const mbk_state *from, mbk_state *s, const int *fired,
                                 mbk_event_result *result);
 /* Call the event reporters among the fired witnesses (fired: nw flags) on s,
-   realized to Report. Returns how many ran. */
+   realized to Report. Returns how many ran. The flags refer to the witness list
+   they were found with: if handlers changed Model- or Instance-stage variables
+   in between, the list may have changed; then take the reporters' event ids from
+   mbk_system_get_witness_info before the handlers and call
+   mbk_system_call_event_reporters (events.h) with them. */
 int mbk_system_call_witness_reporters(const mbk_system *sys, const mbk_state *s, const int *fired);
 /* The earliest time after s's time at which some subsystem has a scheduled event
    (INFINITY when none). Periodic reporters: mbk_system_get_next_report_time. */
