@@ -359,10 +359,11 @@ int mbk_system_calc_energy(const mbk_system *sys, const mbk_state *s, double *ki
 }
 
 /* Set t and y (y NULL, or the State's own y written in place: keep it), then
-   realize to Acceleration. On failure t and y are put back and s is realized
+   realize to `stage`. On failure t and y are put back and s is realized
    again to the stage it had, so the caller's variables are as they were; the
    failure's message is kept. */
-static int set_and_realize(const mbk_system *sys, mbk_state *s, double t, const double *y, int ny)
+static int set_and_realize(const mbk_system *sys, mbk_state *s, double t, const double *y, int ny,
+                           mbk_stage stage)
 {
     mbk_stage was = mbk_state_get_stage(s);
     double t_was = mbk_state_get_time(s);
@@ -373,7 +374,7 @@ static int set_and_realize(const mbk_system *sys, mbk_state *s, double t, const 
     if (t != t_was) rc = mbk_state_set_time(s, t);
     if (rc == MBK_OK && replace) rc = mbk_state_set_y(s, y, ny);
     if (rc == MBK_OK && own && !mbk_state_upd_y(s)) rc = mbk_last_status();
-    if (rc == MBK_OK) rc = mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION);
+    if (rc == MBK_OK) rc = mbk_system_realize(sys, s, stage);
     if (rc >= 0) return rc;
     char msg[MBK_ERROR_MAX];
     snprintf(msg, sizeof msg, "%s", mbk_last_error());
@@ -396,9 +397,26 @@ int mbk_system_calc_ydot(const mbk_system *sys, mbk_state *s, double t, const do
     if (k >= 0)
         return mbk_set_error(MBK_ENOTFINITE, "mbk_system_calc_ydot: y[%d] = %g is not finite; "
                              "the State was not changed", k, y[k]);
-    if ((rc = set_and_realize(sys, s, t, y, ny)) < 0) return rc;
+    if ((rc = set_and_realize(sys, s, t, y, ny, MBK_STAGE_ACCELERATION)) < 0) return rc;
     if (ny > 0) memcpy(ydot, mbk_state_get_ydot(s), (size_t)ny * sizeof(double));
     return MBK_OK;
+}
+
+int mbk_system_set_y_and_realize(const mbk_system *sys, mbk_state *s, double t, const double *y,
+                                 mbk_stage stage)
+{
+    const char *fn = "mbk_system_set_y_and_realize";
+    int rc = mbk_system_realize(sys, s, MBK_STAGE_MODEL);
+    if (rc < 0) return rc;
+    if (stage < MBK_STAGE_TIME || stage > MBK_STAGE_REPORT)
+        return mbk_set_error(MBK_EINVAL, "%s: stage %s is not Time..Report", fn, mbk_stage_name(stage));
+    int ny = mbk_state_get_ny(s);
+    if (!isfinite(t)) return mbk_set_error(MBK_ENOTFINITE, "%s: t = %g is not finite", fn, t);
+    int k = y ? mbk_find_nonfinite(y, ny) : -1;
+    if (k >= 0)
+        return mbk_set_error(MBK_ENOTFINITE, "%s: y[%d] = %g is not finite; the State was not changed", fn,
+                             k, y[k]);
+    return set_and_realize(sys, s, t, y, ny, stage);
 }
 
 int mbk_system_project(const mbk_system *sys, mbk_state *s, double tol)

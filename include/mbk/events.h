@@ -114,7 +114,10 @@ int mbk_system_get_events_subsystem(const mbk_system *sys);
    reported, not handled: an integrator calls their reporters where they
    cross, and the periodic reporters at their times. Subsystems' own
    handlers and scheduled events are reached through
-   mbk_system_handle_events and mbk_system_next_scheduled_event (system.h). */
+   mbk_system_handle_events and mbk_system_next_scheduled_event (system.h).
+   mbk/external.h has the whole list of watched witnesses with their
+   directions, their values in one call, and the dispatch of what an
+   outside root finder found (mbk_system_handle_events_at). */
 
 /* True when the events subsystem's witness `event_id` belongs to a reporter
    (mbk_system_add_event_reporter) rather than a handler. */

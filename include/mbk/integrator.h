@@ -265,7 +265,9 @@ int mbk_integrator_commit_step(mbk_integrator *ig, double t1, const double *y1);
    index 1, multipliers inside the State), and position and velocity
    constraints are enforced by projection (mbk_system_project) after each
    step: the "index-1 plus projection" formulation docs/integrators.md
-   explains. */
+   explains. Solvers that want the constraint rows and the multipliers in
+   the residual (index 3, stabilized index 2) use
+   mbk_system_calc_constrained_dae_residual (mbk/external.h). */
 int mbk_system_calc_dae_residual(const mbk_system *sys, mbk_state *s, double t,
                                  const double *y, const double *yp, double *r);
 /* Jacobian of ydot at the State's own t and y (realized as needed), row-major:

@@ -6,6 +6,7 @@
 #include "mbk/checkpoint.h"
 #include "mbk/constraints.h"
 #include "mbk/events.h"
+#include "mbk/external.h"
 #include "mbk/function.h"
 #include "mbk/integrator.h"
 #include "mbk/forces.h"

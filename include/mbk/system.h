@@ -107,6 +107,14 @@ int mbk_system_calc_energy(const mbk_system *sys, const mbk_state *s, double *ki
    State's), realizes to Acceleration and copies [qdot udot zdot] into ydot. */
 int mbk_system_calc_ydot(const mbk_system *sys, mbk_state *s, double t, const double *y,
                          double *ydot);
+/* Set t and y = [q u z] (y NULL: keep the State's) and realize s to `stage`
+   (Time..Report): the first step of an outside solver's callback that needs
+   less than Acceleration (witnesses at (t, y), a residual built at Dynamics).
+   Non-finite t or y is refused before anything changes (MBK_ENOTFINITE); when
+   the realization fails, t and y are put back and s is realized again to the
+   stage it had, so its variables are as they were. */
+int mbk_system_set_y_and_realize(const mbk_system *sys, mbk_state *s, double t, const double *y,
+                                 mbk_stage stage);
 /* Put s back on the constraint manifold: every subsystem's project op in order
    (quaternions normalized, q then u projected so position and velocity errors
    are within tol). Leaves the State realized to Velocity. MBK_ECONVERGE if a

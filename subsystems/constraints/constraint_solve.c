@@ -534,3 +534,29 @@ int mbk_matter_calc_constraint_bias(const mbk_matter *m, const mbk_state *s, dou
     ct_accel_kinematics(m, s, w.udot_t, w.A_t);
     return ct_eval(m, s, 2, w.A_t, w.udot_t, b);
 }
+
+/* ------------------------------------------------------------------ */
+/* For the operators of constraint_ops.c                                */
+/* ------------------------------------------------------------------ */
+
+int ct_g_transpose(const mbk_matter *m, const mbk_state *s, const double *lambda, int levels, double *g)
+{
+    ct_solve_ws w = ct_workspace(m, s);
+    return g_transpose(m, s, &w, lambda, levels, g);
+}
+
+int ct_project_u(const mbk_matter *m, mbk_state *s, double tol)
+{
+    ct_solve_ws w = ct_workspace(m, s);
+    double *ukeep = ws_saved(m, &w, 3);
+    memcpy(ukeep, mbk_state_get_subsystem_u(s, m->sub), (size_t)m->nu * sizeof(double));
+    int rc = solve_velocities(m, s, tol);
+    if (rc < 0) { /* a failed projection leaves u as it was */
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", mbk_last_error());
+        memcpy(mbk_state_upd_subsystem_u(s, m->sub), ukeep, (size_t)m->nu * sizeof(double));
+        mbk_system_realize(m->sys, s, MBK_STAGE_VELOCITY);
+        mbk_set_error(rc, "%s", msg);
+    }
+    return rc;
+}

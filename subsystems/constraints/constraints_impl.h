@@ -105,6 +105,12 @@ void ct_destroy(mbk_matter *m);
 /* Remove from the error estimate parts qerr, uerr (matter's slices) their components
    normal to the constraint manifold (Velocity); no allocation. */
 int ct_project_error(const mbk_matter *m, const mbk_state *s, double *qerr, double *uerr);
+/* g = G^T lambda (m multipliers in the State's order; levels as ct_apply), O(n + m);
+   uses the work space's F, udot_t and S. */
+int ct_g_transpose(const mbk_matter *m, const mbk_state *s, const double *lambda, int levels, double *g);
+/* u alone onto the velocity constraints (one least-squares correction when an error
+   exceeds tol); on failure u is put back. Leaves the State at Velocity. */
+int ct_project_u(const mbk_matter *m, mbk_state *s, double tol);
 /* Body accelerations for a trial udot, with velocity terms (base to tip). */
 void ct_accel_kinematics(const mbk_matter *m, const mbk_state *s, const double *udot, mbk_spatial_vec *A);
 
