@@ -32,6 +32,11 @@
 #include "mbk/matter.h"
 #include "mbk/system.h"
 
+/* Declarations here are the public API: exported from the shared library, whose
+   other symbols are hidden (CMakeLists.txt, "symbol visibility"). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -316,5 +321,8 @@ int mbk_system_get_next_scheduled_time(const mbk_system *sys, const mbk_state *s
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 #endif

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "mbk/external.h"
 #include "mbk/status.h"
 #include "constraints_impl.h"
 

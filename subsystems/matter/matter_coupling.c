@@ -8,6 +8,7 @@
  * unit vectors (at most 7 x 6) and apply it transposed. No allocation. */
 #include <string.h>
 
+#include "mbk/external.h"
 #include "mbk/status.h"
 #include "matter_impl.h"
 
