@@ -80,7 +80,7 @@ static int transform_ok(const mbk_transform *X)
 
 static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF,
                             const mbk_mass_props *body, const mbk_transform *X_BM,
-                            const mbk_mobilizer *mob);
+                            const mbk_mobilizer *mob, bool realizable);
 
 /* The sweeps' packed copy of a body's hot fields. */
 static void set_node(mt_node *n, const mt_body *b)
@@ -116,16 +116,30 @@ int mbk_matter_add_body(mbk_matter *m, int parent, const mbk_transform *X_PF,
                         const mbk_mass_props *body, const mbk_transform *X_BM,
                         mbk_mobilizer mobilizer)
 {
-    int rc = add_body_checked(m, parent, X_PF, body, X_BM, &mobilizer);
+    int rc = add_body_checked(m, parent, X_PF, body, X_BM, &mobilizer, true);
     return rc < 0 ? refuse_body(&mobilizer, rc) : rc;
+}
+
+int mbk_matter_add_body_unrealizable(mbk_matter *m, int parent, const mbk_transform *X_PF,
+                                     const mbk_mass_props *body, const mbk_transform *X_BM,
+                                     mbk_mobilizer mobilizer)
+{
+    int rc = add_body_checked(m, parent, X_PF, body, X_BM, &mobilizer, false);
+    return rc < 0 ? refuse_body(&mobilizer, rc) : rc;
+}
+
+/* Finite, mass >= 0, and a symmetric positive semidefinite central inertia (to round-off). */
+static bool mass_props_psd(const mbk_mass_props *mp)
+{
+    return isfinite(mp->mass) && mp->mass >= 0.0 && mbk_vec3_is_finite(mp->com) && mbk_mat33_is_psd(mp->inertia);
 }
 
 static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF,
                             const mbk_mass_props *body, const mbk_transform *X_BM,
-                            const mbk_mobilizer *mob)
+                            const mbk_mobilizer *mob, bool realizable)
 {
     mbk_mobilizer mobilizer = *mob;
-    const char *fn = "mbk_matter_add_body";
+    const char *fn = realizable ? "mbk_matter_add_body" : "mbk_matter_add_body_unrealizable";
     if (!m) return mbk_set_error(MBK_EINVAL, "%s: matter is NULL", fn);
     if (mbk_system_is_topology_realized(m->sys))
         return mbk_set_error(MBK_ESTAGE, "%s: the System's topology is realized; call "
@@ -136,9 +150,12 @@ static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF
     if (!transform_ok(X_PF) || !transform_ok(X_BM))
         return mbk_set_error(MBK_EINVAL, "%s: X_PF and X_BM must be finite rigid transforms "
                              "(orthonormal R, det +1)", fn);
-    if (!body || !mbk_mass_props_is_valid(*body))
+    if (realizable && (!body || !mbk_mass_props_is_valid(*body)))
         return mbk_set_error(MBK_EINVAL, "%s: mass properties must be finite with mass >= 0 and a "
                              "symmetric, positive semi-definite inertia obeying the triangle inequality", fn);
+    if (!realizable && (!body || !mass_props_psd(body)))
+        return mbk_set_error(MBK_EINVAL, "%s: mass properties must be finite with mass >= 0 and a "
+                             "symmetric, positive semi-definite inertia", fn);
     int rc = check_mobilizer(&mobilizer);
     if (rc < 0) return rc;
     if (m->nb == m->cap) {
