@@ -75,7 +75,7 @@ static int check_contact(const double *p)
     return MBK_OK;
 }
 
-const fe_kind fe_hunt_crossley = {"Hunt-Crossley contact", 6, check_contact, contact_force, contact_energy};
+const fe_kind fe_hunt_crossley = {"Hunt-Crossley contact", 6, check_contact, contact_force, contact_energy, NULL};
 
 int mbk_force_add_hunt_crossley_sphere(mbk_forces *f, int body, mbk_vec3 center, double radius,
                                        double height, const double params[6])
