@@ -93,3 +93,20 @@ int mbk_force_add_hunt_crossley_sphere(mbk_forces *f, int body, mbk_vec3 center,
     w.height = height;
     return fe_add(f, &fe_hunt_crossley, &w, params);
 }
+
+int mbk_force_get_hunt_crossley_sphere(const mbk_forces *f, int force, int *body, mbk_vec3 *center, double *radius,
+                                       double *height)
+{
+    const char *fn = "mbk_force_get_hunt_crossley_sphere";
+    if (!f) return mbk_set_error(MBK_EINVAL, "%s: force subsystem is NULL", fn);
+    if (force < 0 || force >= f->n)
+        return mbk_set_error(MBK_EINVAL, "%s: element %d does not exist; there are %d", fn, force, f->n);
+    const fe_elem *e = &f->elems[force];
+    if (e->kind != &fe_hunt_crossley)
+        return mbk_set_error(MBK_EINVAL, "%s: element %d is not a Hunt-Crossley sphere", fn, force);
+    if (body) *body = e->body[0];
+    if (center) *center = e->station[0];
+    if (radius) *radius = e->radius;
+    if (height) *height = e->height;
+    return MBK_OK;
+}
