@@ -929,6 +929,35 @@ static int lib_fail(ur_ctx *c, long line, const char *where, const char *what)
     return fail(c, st < 0 ? st : MBK_EINVAL, line, where, "%s: %s", what, mbk_last_error());
 }
 
+/* Joint friction without options.friction_as_elements: one warning for all joints. */
+static void warn_friction_ignored(ur_ctx *c)
+{
+    int first = -1, more = 0;
+    char lines[160] = "";
+    size_t len = 0;
+    for (int i = 0; i < c->njoints; ++i) {
+        const ur_joint *j = &c->joints[i];
+        if (j->friction == 0 || j->type == J_FIXED) continue;
+        if (first < 0) {
+            first = i;
+            continue;
+        }
+        if (more++ < 8 && len < sizeof lines)
+            len += (size_t)snprintf(lines + len, sizeof lines - len, "%s%ld", more > 1 ? ", " : "", j->dynamics_line);
+    }
+    if (first < 0) return;
+    where_buf w;
+    const ur_joint *j = &c->joints[first];
+    if (more)
+        ur_warn(c, j->dynamics_line, where_elem(&w, "joint", str(c, j->name)),
+                "friction is ignored, here and on %d more joint%s (line%s %s%s); options.friction_as_elements turns "
+                "it into friction elements", more, more == 1 ? "" : "s", more == 1 ? "" : "s", lines,
+                more > 8 ? ", ..." : "");
+    else
+        ur_warn(c, j->dynamics_line, where_elem(&w, "joint", str(c, j->name)),
+                "friction is ignored; options.friction_as_elements turns it into a friction element");
+}
+
 /* The warnings, in file order, copied into the System's info. */
 static int keep_warnings(ur_ctx *c, urdf_info *info)
 {
@@ -1138,9 +1167,7 @@ static int build(ur_ctx *c, int root, mbk_system **out)
         }
         if (j->limit_line && j->type == J_CONTINUOUS && j->lower < j->upper)
             ur_warn(c, j->limit_line, wj, "the limits of a continuous joint are ignored");
-        if (j->friction != 0 && (!o->friction_as_elements || nu == 0))
-            ur_warn(c, j->dynamics_line, wj, "friction is ignored (%s)",
-                    nu == 0 ? "the joint is fixed" : "options.friction_as_elements turns it into a friction element");
+        if (j->friction != 0 && nu == 0) ur_warn(c, j->dynamics_line, wj, "friction is ignored (the joint is fixed)");
         if (o->damping_as_dampers && j->damping > 0 && nu > 0) {
             for (int k = 0; k < nu; ++k) {
                 int e = mbk_force_add_mobility_linear_damper(f, b, k, j->damping);
@@ -1172,6 +1199,7 @@ static int build(ur_ctx *c, int root, mbk_system **out)
         }
     }
     if (o->ground_contact && ur_add_ground_contact(c, f, body, &bodies)) goto done;
+    if (!o->friction_as_elements) warn_friction_ignored(c);
 
     /* the names and the warnings go with the System: the info subsystem takes the pool */
     if (keep_warnings(c, info)) goto done;
