@@ -261,6 +261,11 @@ static void test_out_of_memory(void)
         "<joint name=\"j\" type=\"revolute\"><parent link=\"world\"/><child link=\"a\"/><limit lower=\"-1\" "
         "upper=\"1\"/><dynamics damping=\"0.1\"/></joint>"
         "<joint name=\"k\" type=\"revolute\"><parent link=\"a\"/><child link=\"b\"/><mimic joint=\"j\"/></joint>"
+        /* warnings kept with the System: an unrealizable inertia, friction, a mimic that couples nothing */
+        "<link name=\"c\"><inertial><mass value=\"1\"/><inertia ixx=\"1\" iyy=\"1\" izz=\"2.5\" ixy=\"0\" "
+        "ixz=\"0\" iyz=\"0\"/></inertial></link>"
+        "<joint name=\"m\" type=\"revolute\"><parent link=\"b\"/><child link=\"c\"/><dynamics friction=\"1\"/>"
+        "<mimic joint=\"none\"/></joint>"
         "</robot>";
     int failures = 0, successes = 0;
     for (fail_at = 1; fail_at < 400; ++fail_at) {
@@ -280,6 +285,32 @@ static void test_out_of_memory(void)
     }
     CHECK(failures > 20 && successes >= 1);
     printf("out-of-memory: failed each of %d allocation points in turn, then loaded\n", failures);
+
+    /* the same on a robot with three errors, collected and reported together */
+    static const char *bad =
+        "<robot name=\"r\"><link name=\"world\"/><link name=\"a\"/><link name=\"b\"/>\n"
+        "<joint name=\"j\" type=\"revolute\"><parent link=\"world\"/><child link=\"p\"/></joint>\n"
+        "<joint name=\"k\" type=\"prismatic\"><parent link=\"world\"/><child link=\"q\"/></joint>\n"
+        "<joint name=\"l\" type=\"revolute\"><parent link=\"a\"/><child link=\"c\"/></joint></robot>";
+    int reported = 0;
+    for (fail_at = 1; fail_at < 400; ++fail_at) {
+        alloc_calls = 0;
+        mbk_system *sys = NULL;
+        mbk_set_allocator(fa_malloc, fa_realloc, fa_free, NULL);
+        int rc = mbk_urdf_load_string(bad, NULL, &sys);
+        mbk_set_allocator(NULL, NULL, NULL, NULL);
+        if (!CHECK(rc < 0 && sys == NULL)) break;
+        if (rc == MBK_EPARSE && alloc_calls < fail_at) {
+            reported = 1;
+            break;
+        }
+        CHECK(rc == MBK_ENOMEM || rc == MBK_EPARSE);
+    }
+    CHECK(reported);
+    CHECK(contains(mbk_last_error(), "<string>:2: <joint name=\"j\">: child link 'p' does not exist") &&
+          contains(mbk_last_error(), "(and 2 more problems"));
+    mbk_system *sys = NULL;
+    CHECK(mbk_urdf_load_string(bad, NULL, &sys) == MBK_EPARSE);
 }
 
 int main(void)
