@@ -47,6 +47,7 @@ typedef struct app_model {
     /* default initial state: called on a State realized to Model */
     int (*init_state)(const struct app_model *m, mbk_state *s);
     int crank_body;            /* four-bar: the body kept fixed while assembling */
+    bool floating_ignored;     /* URDF: --floating-base on a robot rooted at world (no effect) */
 } app_model;
 
 /* Options that change how a model is built. */
@@ -55,6 +56,13 @@ typedef struct app_model_options {
     bool no_limits;            /* URDF: no joint-limit stops */
     bool no_damping;           /* URDF: no joint dampers */
     size_t max_urdf_bytes;     /* URDF: largest file accepted (0: the library's default, 16 MiB) */
+    bool strict_inertia;       /* URDF: refuse every link whose inertia no rigid body has */
+    double min_mass, min_inertia; /* URDF: floors for the links of moving bodies (0: off) */
+    bool balance_inertia;      /* URDF: nearest realizable inertia for unrealizable ones */
+    bool friction;             /* URDF: joint friction as friction elements */
+    bool ground;               /* URDF: ground contact for the <collision> shapes */
+    double ground_height;      /* URDF: its height */
+    int warnings;              /* the loader's warnings on stderr: -1 none, 0 a count and the first few, 1 all */
 } app_model_options;
 
 /* Load a model by name (NULL: the default, builtin:chain:5); prints the reason
@@ -68,6 +76,11 @@ void app_model_list_builtins(FILE *f);
    at least, assembled when the model has constraints). NULL on failure
    (message printed). */
 mbk_state *app_model_initial_state(const app_model *m);
+/* The default pose of a URDF model, on a State realized to Model: joints whose q lies
+   outside their <limit> are moved to the nearest limit, and with ground contact a
+   floating robot is moved up or down until its lowest contact point touches the ground. What
+   was changed is written to note (empty when nothing). 0, or APP_FAIL (message printed). */
+int app_model_default_pose(const app_model *m, mbk_state *s, char *note, size_t n);
 /* Index in q of a joint's first coordinate, its count in *nq; -1 if unknown. */
 int app_model_find_joint_q(const app_model *m, const mbk_state *s, const char *joint, int *nq);
 

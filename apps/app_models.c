@@ -187,15 +187,85 @@ static int build_fourbar(app_model *m)
 
 /* ---- URDF ------------------------------------------------------------------ */
 
+enum { FIRST_WARNINGS = 3 }; /* shown without --verbose */
+
+typedef struct loader_msgs {
+    int n, cap;
+    char **text;
+    int errors;              /* errors printed so far */
+    bool option_named;       /* an error names a loader option */
+} loader_msgs;
+
+static void keep_warning(void *user, const char *message)
+{
+    loader_msgs *w = user;
+    if (w->n == w->cap) {
+        int cap = w->cap ? 2 * w->cap : 16;
+        char **t = realloc(w->text, (size_t)cap * sizeof *t);
+        if (!t) return;
+        w->text = t, w->cap = cap;
+    }
+    w->text[w->n] = malloc(strlen(message) + 1);
+    if (w->text[w->n]) strcpy(w->text[w->n++], message);
+}
+
+static void print_error(void *user, const char *message)
+{
+    loader_msgs *e = user;
+    if (e->errors++ == 0) fprintf(stderr, "mbk: cannot load the model:\n");
+    fprintf(stderr, "  %s\n", message);
+    if (strstr(message, "options.")) e->option_named = true; /* say which flag sets it */
+}
+
+/* The loader's messages name its options; the program's flags set them. */
+static void options_hint(void)
+{
+    fprintf(stderr, "  (options.min_mass, min_inertia, balance_inertia, strict_inertia, friction_as_elements and "
+                    "floating_base are set by --min-mass, --min-inertia, --balance-inertia, --strict-inertia, "
+                    "--friction and --floating-base)\n");
+}
+
+/* The loader's warnings on stderr: all (mode 1), a count and the first few (0), none (-1). */
+static void show_warnings(const loader_msgs *w, int mode)
+{
+    if (mode < 0 || w->n == 0) return;
+    int shown = mode > 0 || w->n <= FIRST_WARNINGS ? w->n : FIRST_WARNINGS;
+    fprintf(stderr, "mbk: the model loaded with %d warning%s%s:\n", w->n, w->n == 1 ? "" : "s",
+            shown < w->n ? " (--verbose shows all, --quiet none)" : "");
+    for (int i = 0; i < shown; ++i) fprintf(stderr, "  %s\n", w->text[i]);
+    if (shown < w->n) fprintf(stderr, "  ... and %d more\n", w->n - shown);
+}
+
 static int build_urdf(app_model *m, const char *path, const app_model_options *o)
 {
     mbk_urdf_options uo = mbk_urdf_options_default();
+    loader_msgs warnings = {0}, errors = {0};
     uo.floating_base = o->floating_base;
     uo.limits_as_stops = !o->no_limits;
     uo.damping_as_dampers = !o->no_damping;
     if (o->max_urdf_bytes > 0) uo.max_bytes = o->max_urdf_bytes;
-    if (mbk_urdf_load(path, &uo, &m->sys) < 0) {
-        fprintf(stderr, "mbk: cannot load the model: %s\n", mbk_last_error());
+    uo.strict_inertia = o->strict_inertia;
+    uo.min_mass = o->min_mass;
+    uo.min_inertia = o->min_inertia;
+    uo.balance_inertia = o->balance_inertia;
+    uo.friction_as_elements = o->friction;
+    uo.ground_contact = o->ground;
+    uo.ground_height = o->ground_height;
+    uo.warning = keep_warning, uo.warning_user = &warnings;
+    uo.error = print_error, uo.error_user = &errors;
+    int rc = mbk_urdf_load(path, &uo, &m->sys);
+    show_warnings(&warnings, o->warnings);
+    bool hint = errors.option_named;
+    for (int i = 0; i < warnings.n; ++i) {
+        if (o->warnings >= 0 && (o->warnings > 0 || i < FIRST_WARNINGS) && strstr(warnings.text[i], "options."))
+            hint = true;
+        free(warnings.text[i]);
+    }
+    free(warnings.text);
+    if (hint) options_hint();
+    if (rc < 0) {
+        if (errors.errors == 0) fprintf(stderr, "mbk: cannot load the model: %s\n", mbk_last_error());
+        else if (errors.errors > 1) fprintf(stderr, "  (%d problems)\n", errors.errors);
         app_hint(mbk_last_error());
         return -1;
     }
@@ -212,15 +282,70 @@ static int build_urdf(app_model *m, const char *path, const app_model_options *o
     const mbk_forces *f = mbk_multibody_get_forces(m->sys);
     m->gravity_force = mbk_force_find(f, "gravity");
     for (int b = 1; b < nb; ++b) {
-        char name[160];
-        snprintf(name, sizeof name, "damping:%s", m->joint_name[b]);
-        if (mbk_force_find(f, name) >= 0) m->dissipative = true;
-        snprintf(name, sizeof name, "limit:%s", m->joint_name[b]);
-        if (mbk_force_find(f, name) >= 0) m->dissipative = true;
+        static const char *const kinds[] = {"damping", "limit", "friction"};
+        for (int k = 0; k < 3; ++k) {
+            char name[160];
+            snprintf(name, sizeof name, "%s:%s", kinds[k], m->joint_name[b]);
+            if (mbk_force_find(f, name) >= 0) m->dissipative = true;
+        }
     }
+    for (int i = 0; i < mbk_forces_get_num_elements(f); ++i)
+        if (mbk_force_get_hunt_crossley_sphere(f, i, NULL, NULL, NULL, NULL) == MBK_OK) m->dissipative = true;
+    mbk_clear_error();
+    m->floating_ignored = o->floating_base && strcmp(m->body_name[0], "world") == 0;
     int nl = nb - (strcmp(m->body_name[0], "Ground") ? 0 : 1);
     snprintf(m->title, sizeof m->title, "URDF robot '%.100s': %d link%s, %d joint%s%s", mbk_urdf_get_robot_name(m->sys),
-             nl, nl == 1 ? "" : "s", nj, nj == 1 ? "" : "s", o->floating_base ? ", floating base" : "");
+             nl, nl == 1 ? "" : "s", nj, nj == 1 ? "" : "s",
+             m->floating_ignored ? " (--floating-base had no effect: the root link is 'world')"
+             : o->floating_base  ? ", floating base"
+                                 : "");
+    return 0;
+}
+
+int app_model_default_pose(const app_model *m, mbk_state *s, char *note, size_t n)
+{
+    size_t len = 0;
+    note[0] = '\0';
+    if (!m->urdf) return 0;
+    const mbk_matter *mt = mbk_multibody_get_matter(m->sys);
+    double *q = mbk_state_upd_q(s);
+    int moved = 0;
+    for (int b = 1; b < m->n_bodies; ++b) {
+        double lo, hi;
+        if (mbk_urdf_get_joint_limits(m->sys, b, &lo, &hi) != 1) continue;
+        int i = mbk_matter_get_body_q_start(mt, s, b);
+        if (q[i] >= lo && q[i] <= hi) continue;
+        double to = q[i] < lo ? lo : hi;
+        if (len < n)
+            len += (size_t)snprintf(note + len, n - len, "%s%s %g -> %g", moved ? ", " : "joints moved into their limits: ",
+                                    m->joint_name[b], q[i], to);
+        q[i] = to;
+        moved++;
+    }
+    /* with ground contact, a floating robot starts on the ground, not in it */
+    const mbk_forces *f = mbk_multibody_get_forces(m->sys);
+    if (m->n_bodies > 1 && !strcmp(m->joint_type[1], "floating") && mbk_matter_get_parent(mt, 1) == 0) {
+        if (mbk_system_realize(m->sys, s, MBK_STAGE_POSITION) < 0) return app_fail("realizing the default pose");
+        double lowest = INFINITY;
+        for (int i = 0; i < mbk_forces_get_num_elements(f); ++i) {
+            int body;
+            mbk_vec3 c;
+            double r, h;
+            if (mbk_force_get_hunt_crossley_sphere(f, i, &body, &c, &r, &h) != MBK_OK) continue;
+            mbk_transform X;
+            mbk_matter_get_body_transform(mt, s, body, &X);
+            lowest = fmin(lowest, mbk_transform_apply_point(X, c).z - r - h);
+        }
+        mbk_clear_error();
+        if (isfinite(lowest) && lowest != 0) {
+            q = mbk_state_upd_q(s);
+            q[mbk_matter_get_body_q_start(mt, s, 1) + 6] -= lowest;
+            if (len < n)
+                len += (size_t)snprintf(note + len, n - len, "%sthe robot stands on the ground: moved %.4g m %s, its "
+                                        "lowest contact point touches it", len ? "; " : "", fabs(lowest),
+                                        lowest < 0 ? "up" : "down");
+        }
+    }
     return 0;
 }
 
@@ -238,7 +363,7 @@ static int parse_int(const char *text, long lo, long hi, long *out)
 
 int app_model_load(const char *spec, const app_model_options *o, app_model *m)
 {
-    static const app_model_options none = {false, false, false, 0};
+    static const app_model_options none = {0};
     if (!o) o = &none;
     memset(m, 0, sizeof *m);
     m->gravity_force = -1;

@@ -52,7 +52,7 @@ static void usage(FILE *f)
             "  --max-steps N        most integrator steps per output interval before the run stops\n"
             "                       (default 100000)\n"
             "  --quiet              no progress line (it appears on stderr only when stderr is a\n"
-            "                       terminal and the run takes more than a second)\n"
+            "                       terminal and the run takes more than a second) and no loader warnings\n"
             "  --checkpoint FILE    write a checkpoint of the run (State, integrator, sampling) to FILE\n"
             "                       at the end, and every --checkpoint-every T simulated seconds\n"
             "                       (at the first sample from each multiple of T on); the trajectory\n"
@@ -61,15 +61,29 @@ static void usage(FILE *f)
             "  --resume FILE        continue the run FILE holds up to --t-final, appending to the\n"
             "                       trajectory CSV; the integrator, its settings and the State come\n"
             "                       from FILE (not with --integrator, --accuracy, --step, --gravity,\n"
-            "                       --q0, --u0); give MODEL as for the run that wrote it\n"
+            "                       --q0, --u0); give MODEL as for the run that wrote it\n",
+            app_integrator_names());
+    fprintf(f,
             "URDF options (run, info, bench):\n"
             "  --floating-base      mount the root link on a free joint instead of welding it\n"
             "  --no-limits          do not turn joint limits into stops\n"
             "  --no-damping         do not turn joint damping into dampers\n"
             "  --max-urdf-bytes N   largest URDF file read (default 16777216, 16 MiB)\n"
+            "  --friction           turn joint friction into Coulomb friction elements (off: ignored)\n"
+            "  --ground [HEIGHT]    a ground at z = HEIGHT (default 0) and contact for the <collision>\n"
+            "                       spheres, boxes and cylinders; a floating robot starts standing on it\n"
+            "  --strict-inertia     refuse every link whose inertia no rigid body has (default: warn)\n"
+            "  --min-mass [KG]      links of moving bodies lighter than KG (default 0.01) get KG; also\n"
+            "                       sets --min-inertia 1e-6 unless given\n"
+            "  --min-inertia [I]    their principal moments below I kg m^2 (default 1e-6) are raised to I\n"
+            "  --balance-inertia    replace an inertia no rigid body has by the nearest one that it has\n"
+            "  --verbose            show every warning of the loader (default: a count and the first %d)\n"
+            "  --quiet              (info, bench) show none\n"
             "\n"
-            "The summary gives the model size, the integrator's statistics, the energy drift\n"
-            "(E(t) - E(0); exact energy conservation is expected only without dampers and stops),\n"
+            "The summary gives the model size, what the default pose changed (URDF: joints moved into\n"
+            "their limits, a floating robot set on the ground), the integrator's statistics, the energy\n"
+            "drift (E(t) - E(0), relative when E(0) is not near 0; exact energy conservation is expected\n"
+            "only without dampers, stops, friction and contact), the energy joint friction dissipated,\n"
             "the wall time and the real-time factor (simulated seconds per wall-clock second).\n"
             "\n"
             "Exit status (docs/cli.md):\n"
@@ -81,7 +95,7 @@ static void usage(FILE *f)
             "     too large, malformed or unsupported URDF\n"
             "  4  an output (--output, --plot, standard output) could not be written\n"
             "When several apply, the first failure decides.\n",
-            app_integrator_names());
+            3);
 }
 
 typedef struct run_options {
@@ -136,6 +150,17 @@ static int parse_number(const char *cmd, const char *name, const char *text, dou
     }
     *out = v;
     return 0;
+}
+
+/* An optional number after a flag: taken when the next argument is one. */
+static bool optional_number(const char *text, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = text ? strtod(text, &end) : NAN;
+    if (!text || errno || end == text || *end || !isfinite(v)) return false;
+    *out = v;
+    return true;
 }
 
 /* The first bad item of a list, for messages. */
@@ -200,6 +225,7 @@ static int parse_options(const char *cmd, int argc, char **argv, run_options *o)
     o->t_final = 10.0, o->accuracy = 1e-6, o->integrator = app_integrator_default(), o->bench_time = 0.25;
     o->output = "mbk-out/trajectory.csv", o->plot = "mbk-out/plot.svg";
     bool run = !strcmp(cmd, "run"), info = !strcmp(cmd, "info"), bench = !strcmp(cmd, "bench");
+    bool min_inertia_given = false;
     for (int i = 0; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int rc = 0;
@@ -212,6 +238,20 @@ static int parse_options(const char *cmd, int argc, char **argv, run_options *o)
         if (!strcmp(a, "--floating-base")) o->mo.floating_base = true, takes = false;
         else if (!strcmp(a, "--no-limits")) o->mo.no_limits = true, takes = false;
         else if (!strcmp(a, "--no-damping")) o->mo.no_damping = true, takes = false;
+        else if (!strcmp(a, "--friction")) o->mo.friction = true, takes = false;
+        else if (!strcmp(a, "--strict-inertia")) o->mo.strict_inertia = true, takes = false;
+        else if (!strcmp(a, "--balance-inertia")) o->mo.balance_inertia = true, takes = false;
+        else if (!strcmp(a, "--verbose")) o->mo.warnings = 1, takes = false;
+        else if (!strcmp(a, "--ground")) o->mo.ground = true, takes = optional_number(v, &o->mo.ground_height);
+        else if (!strcmp(a, "--min-mass") || !strcmp(a, "--min-inertia")) {
+            bool mass = a[6] == 'm';
+            double x = mass ? 0.01 : 1e-6;
+            takes = optional_number(v, &x);
+            if (!(x > 0)) return usage_error(cmd, "%s needs a value > 0", a);
+            if (mass) o->mo.min_mass = x;
+            else o->mo.min_inertia = x, min_inertia_given = true;
+        }
+        else if (!run && !strcmp(a, "--quiet")) o->mo.warnings = -1, takes = false;
         else if (info && !strcmp(a, "--all")) o->all = true, takes = false;
         else if (!strcmp(a, "--max-urdf-bytes")) {
             double n = 0;
@@ -223,7 +263,7 @@ static int parse_options(const char *cmd, int argc, char **argv, run_options *o)
             o->max_steps = (long)n;
         }
         else if (bench && !strcmp(a, "--time")) rc = parse_number(cmd, a, v, &o->bench_time);
-        else if (run && !strcmp(a, "--quiet")) o->quiet = true, takes = false;
+        else if (run && !strcmp(a, "--quiet")) o->quiet = true, o->mo.warnings = -1, takes = false;
         else if (run && !strcmp(a, "--t-final")) rc = parse_number(cmd, a, v, &o->t_final);
         else if (run && !strcmp(a, "--accuracy")) rc = parse_number(cmd, a, v, &o->accuracy);
         else if (run && !strcmp(a, "--step")) rc = parse_number(cmd, a, v, &o->step);
@@ -284,6 +324,8 @@ static int parse_options(const char *cmd, int argc, char **argv, run_options *o)
         if ((o->t_final / o->interval) > 1e7) return usage_error(cmd, "%s", "--interval gives more than 1e7 samples");
     }
     if (bench && !(o->bench_time > 0 && o->bench_time <= 60)) return usage_error(cmd, "%s", "--time must be in (0, 60]");
+    /* a mass alone leaves a point mass on a joint axis without inertia */
+    if (o->mo.min_mass > 0 && !min_inertia_given) o->mo.min_inertia = 1e-6;
     return APP_OK;
 }
 
@@ -375,6 +417,22 @@ static int sample(app_series *ser, const mbk_system *sys, const mbk_state *s)
     return APP_OK;
 }
 
+/* Friction elements keep the energy they dissipated: the total and the balance. */
+static void print_dissipation(const app_model *m, const mbk_state *s, double e0, double e_end)
+{
+    const mbk_forces *f = mbk_multibody_get_forces(m->sys);
+    double total = 0;
+    int n = 0;
+    for (int i = 0; i < mbk_forces_get_num_elements(f); ++i) {
+        double w;
+        if (mbk_force_get_dissipated_energy(f, s, i, &w) == MBK_OK) total += w, n++;
+    }
+    mbk_clear_error();
+    if (n)
+        printf("  friction     %.6g J dissipated by %d joint friction element%s; E(end) + dissipated - E(0) = %.3e J\n",
+               total, n, n == 1 ? "" : "s", e_end + total - e0);
+}
+
 static int cmd_run(const run_options *o)
 {
     app_model m;
@@ -407,6 +465,11 @@ static int cmd_run(const run_options *o)
             goto out;
         }
     }
+    char pose_note[1024];
+    if (app_model_default_pose(&m, s0, pose_note, sizeof pose_note)) {
+        status = APP_FAILED;
+        goto out;
+    }
     if ((o->q0 && (status = apply_list(&m, s0, o->q0, true))) || (o->u0 && (status = apply_list(&m, s0, o->u0, false))))
         goto out;
     if (mbk_system_realize(m.sys, s0, MBK_STAGE_VELOCITY) < 0) {
@@ -437,8 +500,11 @@ simulate:;
     bool tty = isatty(STDERR_FILENO) && !o->quiet, shown = false;
     double last_shown = t0;
     long n = (long)ceil(o->t_final / rs.interval - 1e-9);
-    double max_drift = 0, e0 = isfinite(rs.meta.e0) ? rs.meta.e0 : ser.ke[0] + ser.pe[0];
-    for (long j = 0; j < ser.n; ++j) max_drift = fmax(max_drift, fabs(ser.ke[j] + ser.pe[j] - e0));
+    double max_drift = 0, e0 = isfinite(rs.meta.e0) ? rs.meta.e0 : ser.ke[0] + ser.pe[0], e_scale = 0;
+    for (long j = 0; j < ser.n; ++j) {
+        max_drift = fmax(max_drift, fabs(ser.ke[j] + ser.pe[j] - e0));
+        e_scale = fmax(e_scale, fabs(ser.ke[j]) + fabs(ser.pe[j]));
+    }
     double next_checkpoint = every > 0 ? (floor(t_begin / every) + 1) * every : INFINITY;
     int checkpoints = 0;
     double t_checkpoint = NAN;
@@ -454,6 +520,7 @@ simulate:;
         s = app_integrator_state(ig);
         if ((status = sample(&ser, m.sys, s))) break;
         max_drift = fmax(max_drift, fabs(ser.ke[ser.n - 1] + ser.pe[ser.n - 1] - e0));
+        e_scale = fmax(e_scale, fabs(ser.ke[ser.n - 1]) + fabs(ser.pe[ser.n - 1]));
         if (o->checkpoint && (t >= next_checkpoint || k == n)) {
             rs.meta.sample = k;
             if ((status = app_checkpoint_write(o->checkpoint, ig, &rs.meta, o->output, &ser, rs.kept, rs.kept_rows)))
@@ -478,6 +545,7 @@ simulate:;
     double t_end = ser.t[ser.n - 1], e_end = ser.ke[ser.n - 1] + ser.pe[ser.n - 1];
     printf("mbk %s: %s %s\n", mbk_version(), status ? "simulation stopped early:" : "simulated", m.spec);
     printf("  model        %s\n", m.title);
+    if (pose_note[0]) printf("  start        %s\n", pose_note);
     printf("  size         %d bod%s + Ground, nq = %d, nu = %d, %d constraint%s, %.6g kg\n", m.n_bodies - 1,
            m.n_bodies == 2 ? "y" : "ies", ser.nq, ser.nu, mbk_matter_get_num_constraints(mt), mbk_matter_get_num_constraints(mt) == 1 ? "" : "s",
            mbk_matter_get_total_mass(mt));
@@ -493,9 +561,16 @@ simulate:;
     if (st.convergence_failures) printf(", %ld convergence failures", st.convergence_failures);
     printf("\n");
     printf("  time         0 -> %g s\n", t_end);
-    printf("  energy       E(0) = %.10g J, E(end) = %.10g J: drift %.3e J (%.2e relative), max |E - E(0)| %.3e J%s\n",
-           e0, e_end, e_end - e0, fabs(e_end - e0) / fmax(fabs(e0), 1e-300), max_drift,
-           m.dissipative ? "\n               (the model has dampers or stops: energy is not conserved)" : "");
+    /* a relative drift only means something when E(0) is not tiny next to the energies involved */
+    char relative[64] = "";
+    if (fabs(e0) > 1e-6 * e_scale && fabs(e0) > 0)
+        snprintf(relative, sizeof relative, " (%.2e relative)", fabs(e_end - e0) / fabs(e0));
+    printf("  energy       E(0) = %.10g J, E(end) = %.10g J: drift %.3e J%s, max |E - E(0)| %.3e J%s%s\n",
+           e0, e_end, e_end - e0, relative, max_drift,
+           relative[0] ? "" : "\n               (no relative drift: E(0) is too near 0 to divide by)",
+           m.dissipative ? "\n               (the model has dampers, stops, friction or contact: energy is not conserved)"
+                         : "");
+    print_dissipation(&m, app_integrator_state(ig), e0, e_end);
     printf("  wall time    %.3f s, real-time factor %.3g (simulated s per wall s)\n", wall,
            wall > 0 ? (t_end - t_begin) / wall : INFINITY);
     if (o->resume) printf("  resumed      from %s at t = %.10g s\n", o->resume, rs.t);

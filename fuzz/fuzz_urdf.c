@@ -21,6 +21,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     xml[size] = '\0';
     mbk_urdf_options o = mbk_urdf_options_default();
     o.max_bytes = (size_t)1 << 20;
+    /* the options that change what the loader builds, from the input's length */
+    o.floating_base = size & 1;
+    o.ground_contact = size & 2;
+    o.balance_inertia = size & 4;
+    o.friction_as_elements = size & 8;
+    o.strict_inertia = (size & 48) == 48;
+    if (size & 16) o.min_mass = 0.01, o.min_inertia = 1e-6;
     mbk_system *sys = NULL;
     if (mbk_urdf_load_string(xml, &o, &sys) == MBK_OK) {
         mbk_state *s = mbk_state_create();

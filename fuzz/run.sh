@@ -3,7 +3,7 @@
 #   fuzz/run.sh FUZZER [SECONDS] [WORKDIR]
 # FUZZER is the libFuzzer binary (built by CMake as fuzz_urdf when clang's
 # libFuzzer is available, or by hand: see docs/urdf.md). Seeds: fuzz/corpus/
-# and the test models in tests/urdf/. New inputs go to WORKDIR/corpus (the
+# and the test models in tests/urdf/ (and validation/). New inputs go to WORKDIR/corpus (the
 # source tree is never written); a crash, leak, timeout or sanitizer report
 # leaves its input in WORKDIR and makes the script exit nonzero.
 set -euo pipefail
@@ -12,7 +12,7 @@ seconds=${2:-45}
 here=$(cd "$(dirname "$0")" && pwd)
 work=${3:-$(mktemp -d /tmp/mbk-fuzz-XXXXXX)}
 mkdir -p "$work/corpus"
-cp "$here"/corpus/* "$here"/../tests/urdf/*.urdf "$work/corpus/"
+cp "$here"/corpus/* "$here"/../tests/urdf/*.urdf "$here"/../tests/urdf/validation/*.urdf "$work/corpus/"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 status=0

@@ -26,140 +26,154 @@
 #include "mbk/matter.h"
 #include "mbk/status.h"
 
+#include "urdf_impl.h"
+
 #define UR_MAX_DEPTH 256          /* deepest element nesting accepted */
 #define UR_CHUNK (1 << 20)        /* bytes fed to expat per call */
 #define UR_MAX_ITEMS (INT_MAX / 4) /* most links or joints */
 #define UR_PI 3.14159265358979323846
 
 /* ------------------------------------------------------------------ */
-/* Records                                                              */
+/* Records (urdf_impl.h)                                                */
 /* ------------------------------------------------------------------ */
 
-enum { J_REVOLUTE, J_CONTINUOUS, J_PRISMATIC, J_FIXED, J_FLOATING, J_PLANAR, J_NTYPES };
 static const char *const joint_type_names[J_NTYPES] = {"revolute", "continuous", "prismatic",
                                                        "fixed",    "floating",   "planar"};
 
-typedef struct ur_origin {
-    long line;          /* 0: absent */
-    double xyz[3], rpy[3];
-} ur_origin;
-
-typedef struct ur_link {
-    size_t name;        /* pool offset */
-    long line;
-    long inertial_line, mass_line, inertia_line; /* 0: absent */
-    ur_origin inertial_origin;
-    double mass;
-    double I[6];        /* ixx iyy izz ixy ixz iyz, in the inertial frame */
-    int parent_joint;   /* -1: root */
-} ur_link;
-
-typedef struct ur_joint {
-    size_t name;
-    long line;
-    int type;
-    ur_origin origin;
-    size_t parent, child;       /* link names */
-    long parent_line, child_line;
-    long axis_line;
-    double axis[3];
-    long limit_line;
-    double lower, upper;
-    long dynamics_line;
-    double damping, friction;
-    long mimic_line;
-    size_t mimic_name;
-    double multiplier, offset;
-    int parent_link, child_link, mimic_joint; /* resolved indices */
-} ur_joint;
-
 /* What an open element is. */
-enum { K_ROBOT, K_LINK, K_INERTIAL, K_JOINT, K_LEAF, K_IGNORE };
+enum { K_ROBOT, K_LINK, K_INERTIAL, K_JOINT, K_LEAF, K_IGNORE, K_COLLISION, K_GEOMETRY };
 
-typedef struct ur_ctx {
-    const mbk_urdf_options *o;
-    const char *src;       /* file name for messages */
-    XML_Parser parser;
-    int depth;
-    unsigned char kind[UR_MAX_DEPTH];
-    int status;            /* first error (0: none) */
-    char msg[MBK_ERROR_MAX];
-    /* string pool: offset 0 is "" */
-    char *pool;
-    size_t pool_len, pool_cap;
-    size_t robot_name;
-    long robot_line;
-    ur_link *links;
-    int nlinks, cap_links;
-    ur_joint *joints;
-    int njoints, cap_joints;
-} ur_ctx;
+#define UR_MAX_ERRORS 1000     /* errors kept (more are counted) */
+#define UR_MAX_WARNINGS 10000  /* warnings kept (more are counted) */
 
 /* ------------------------------------------------------------------ */
 /* Errors and warnings                                                  */
 /* ------------------------------------------------------------------ */
 
-static const char *str(const ur_ctx *c, size_t off) { return c->pool + off; }
+const char *ur_str(const ur_ctx *c, size_t off) { return c->pool + off; }
+#define str ur_str
 
-/* Record the first error: "src:line: <where>: what". */
-static int failv(ur_ctx *c, int status, long line, const char *where, const char *fmt, va_list ap)
+/* Keep one message; false when memory ran out (then the caller records MBK_ENOMEM). */
+static bool msgs_add(ur_msgs *ms, long cap, long line, long seq, int status, const char *text)
 {
-    if (c->status) return c->status;
-    c->status = status;
-    int n;
-    if (line > 0)
-        n = snprintf(c->msg, sizeof c->msg, "%s:%ld: %s%s", c->src, line, where ? where : "", where ? ": " : "");
-    else
-        n = snprintf(c->msg, sizeof c->msg, "%s: %s%s", c->src, where ? where : "", where ? ": " : "");
-    if (n < 0) n = 0;
-    if ((size_t)n < sizeof c->msg) vsnprintf(c->msg + n, sizeof c->msg - (size_t)n, fmt, ap);
-    if (c->parser) XML_StopParser(c->parser, XML_FALSE);
-    return status;
+    if (ms->n >= cap) {
+        ms->dropped++;
+        return true;
+    }
+    if (ms->n == ms->cap) {
+        int nc = ms->cap ? 2 * ms->cap : 16;
+        ur_msg *v = mbk_realloc(ms->v, (size_t)nc * sizeof *v);
+        if (!v) return false;
+        ms->v = v;
+        ms->cap = nc;
+    }
+    size_t len = strlen(text) + 1;
+    char *t = mbk_malloc(len);
+    if (!t) return false;
+    memcpy(t, text, len);
+    ms->v[ms->n++] = (ur_msg){line, seq, status, t};
+    return true;
 }
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 5, 6)))
-#endif
-static int fail(ur_ctx *c, int status, long line, const char *where, const char *fmt, ...)
+static void msgs_free(ur_msgs *ms)
 {
+    for (int i = 0; i < ms->n; ++i) mbk_free(ms->v[i].text);
+    mbk_free(ms->v);
+    memset(ms, 0, sizeof *ms);
+}
+
+static int cmp_msg(const void *a, const void *b)
+{
+    const ur_msg *x = a, *y = b;
+    if (x->line != y->line) return x->line < y->line ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* File order: by line, then in the order found. */
+static void msgs_sort(ur_msgs *ms)
+{
+    if (ms->n > 1) qsort(ms->v, (size_t)ms->n, sizeof *ms->v, cmp_msg);
+}
+
+/* Out of memory: nothing more can be done; this status wins. */
+static void out_of_memory(ur_ctx *c)
+{
+    c->status = MBK_ENOMEM;
+    c->fatal = true;
+    if (c->parser) XML_StopParser((XML_Parser)c->parser, XML_FALSE);
+}
+
+/* "src:line: where: " + the formatted text into m. */
+static void format_msg(const ur_ctx *c, char *m, size_t cap, long line, const char *where, const char *fmt,
+                       va_list ap)
+{
+    int n;
+    if (line > 0)
+        n = snprintf(m, cap, "%s:%ld: %s%s", c->src, line, where ? where : "", where ? ": " : "");
+    else
+        n = snprintf(m, cap, "%s: %s%s", c->src, where ? where : "", where ? ": " : "");
+    if (n < 0) n = 0;
+    if ((size_t)n < cap) vsnprintf(m + n, cap - (size_t)n, fmt, ap);
+}
+
+/* Record an error. Malformed XML, a document type declaration, too deep nesting or too
+   many elements, and running out of memory are fatal: reading stops there. Every
+   other error is kept and reading goes on, so that all of them are reported at once. */
+int ur_fail(ur_ctx *c, int status, long line, const char *where, const char *fmt, ...)
+{
+    if (c->fatal) return c->status;
+    if (status == MBK_ENOMEM) {
+        out_of_memory(c);
+        return c->status;
+    }
+    char m[1024];
     va_list ap;
     va_start(ap, fmt);
-    int rc = failv(c, status, line, where, fmt, ap);
+    format_msg(c, m, sizeof m, line, where, fmt, ap);
     va_end(ap);
+    if (!msgs_add(&c->errors, UR_MAX_ERRORS, line, c->seq++, status, m)) {
+        out_of_memory(c);
+        return c->status;
+    }
+    if (!c->status) c->status = status;
+    return status;
+}
+#define fail ur_fail
+
+/* An error after which the document is not read further. */
+static int fail_fatal(ur_ctx *c, int status, long line, const char *where, const char *msg)
+{
+    int rc = ur_fail(c, status, line, where, "%s", msg);
+    c->fatal = true;
+    if (c->parser) XML_StopParser((XML_Parser)c->parser, XML_FALSE);
     return rc;
 }
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void warn(const ur_ctx *c, long line, const char *fmt, ...)
+void ur_warn(ur_ctx *c, long line, const char *where, const char *fmt, ...)
 {
-    if (!c->o->warning) return;
-    char m[768];
-    int n = snprintf(m, sizeof m, "%s:%ld: ", c->src, line);
-    if (n < 0) n = 0;
+    if (c->fatal) return;
+    char m[1024];
     va_list ap;
     va_start(ap, fmt);
-    if ((size_t)n < sizeof m) vsnprintf(m + n, sizeof m - (size_t)n, fmt, ap);
+    format_msg(c, m, sizeof m, line, where, fmt, ap);
     va_end(ap);
-    c->o->warning(c->o->warning_user, m);
+    if (!msgs_add(&c->warnings, UR_MAX_WARNINGS, line, c->seq++, 0, m)) out_of_memory(c);
 }
 
-/* "<link name="x">" or "<joint name="x">" for messages (names cut at 200 bytes). */
-typedef struct where_buf { char s[300]; } where_buf;
-
-static const char *where_elem(where_buf *w, const char *elem, const char *name)
+const char *ur_where_elem(where_buf *w, const char *elem, const char *name)
 {
     if (name) snprintf(w->s, sizeof w->s, "<%s name=\"%.200s\">", elem, name);
     else snprintf(w->s, sizeof w->s, "<%s>", elem);
     return w->s;
 }
+#define where_elem ur_where_elem
 
-static const char *where_in(where_buf *w, const char *elem, const char *outer, const char *name)
+const char *ur_where_in(where_buf *w, const char *elem, const char *outer, const char *name)
 {
     snprintf(w->s, sizeof w->s, "<%s> in <%s name=\"%.200s\">", elem, outer, name);
     return w->s;
 }
+#define where_in ur_where_in
 
 /* ------------------------------------------------------------------ */
 /* Storage                                                              */
@@ -197,7 +211,9 @@ static void *grow(ur_ctx *c, void **items, int *n, int *cap, size_t size, long l
 {
     if (*n == *cap) {
         if (*cap >= UR_MAX_ITEMS) {
-            fail(c, MBK_EPARSE, line, NULL, "more than %d %s", UR_MAX_ITEMS, what);
+            char m[96];
+            snprintf(m, sizeof m, "more than %d %s", UR_MAX_ITEMS, what);
+            fail_fatal(c, MBK_EPARSE, line, NULL, m);
             return NULL;
         }
         int nc = *cap ? 2 * *cap : 16;
@@ -307,7 +323,7 @@ static int start_link(ur_ctx *c, long line, const XML_Char **a)
     l->line = line;
     l->parent_joint = -1;
     l->name = pool_add(c, name);
-    return c->status ? -1 : 0;
+    return c->fatal ? -1 : 0;
 }
 
 static int start_joint(ur_ctx *c, long line, const XML_Char **a)
@@ -332,7 +348,7 @@ static int start_joint(ur_ctx *c, long line, const XML_Char **a)
     j->multiplier = 1.0;
     j->parent_link = j->child_link = j->mimic_joint = -1;
     j->name = pool_add(c, name);
-    return c->status ? -1 : 0;
+    return c->fatal ? -1 : 0;
 }
 
 static int start_inertial_child(ur_ctx *c, long line, const char *el, const XML_Char **a)
@@ -371,7 +387,7 @@ static int start_joint_child(ur_ctx *c, long line, const char *el, const XML_Cha
         size_t off = pool_add(c, link);
         if (parent) j->parent = off;
         else j->child = off;
-        return c->status ? -1 : 0;
+        return c->fatal ? -1 : 0;
     }
     if (strcmp(el, "axis") == 0) {
         if (once(c, &j->axis_line, line, wh, el)) return -1;
@@ -404,25 +420,87 @@ static int start_joint_child(ur_ctx *c, long line, const char *el, const XML_Cha
             opt_numbers(c, line, wh, a, "offset", &j->offset, 1))
             return -1;
         j->mimic_name = pool_add(c, other);
-        return c->status ? -1 : 0;
+        return c->fatal ? -1 : 0;
     }
     return 0; /* calibration, safety_controller, ...: not used */
+}
+
+/* <collision> (with options.ground_contact): a record for its shape. */
+static int start_collision(ur_ctx *c, long line)
+{
+    ur_collision *k = grow(c, (void **)&c->cols, &c->ncols, &c->cap_cols, sizeof *k, line, "collisions");
+    if (!k) return -1;
+    k->link = c->nlinks - 1;
+    k->line = line;
+    return 0;
+}
+
+static int start_collision_child(ur_ctx *c, long line, const char *el, const XML_Char **a, int *kind)
+{
+    ur_collision *k = &c->cols[c->ncols - 1];
+    where_buf w;
+    const char *wh = where_in(&w, el, "link", str(c, c->links[k->link].name));
+    if (strcmp(el, "origin") == 0) return parse_origin(c, line, wh, a, &k->origin);
+    if (strcmp(el, "geometry") == 0) {
+        if (k->geometry_line)
+            return fail(c, MBK_EPARSE, line, wh, "a second <geometry> in one <collision> (the first is on line %ld)",
+                        k->geometry_line);
+        k->geometry_line = line;
+        *kind = K_GEOMETRY;
+    }
+    return 0;
+}
+
+/* The shape in a <geometry>: sphere radius, box size, cylinder radius and length, mesh. */
+static int start_geometry_child(ur_ctx *c, long line, const char *el, const XML_Char **a)
+{
+    ur_collision *k = &c->cols[c->ncols - 1];
+    where_buf w;
+    const char *wh = where_in(&w, el, "link", str(c, c->links[k->link].name));
+    if (k->type != G_NONE)
+        return fail(c, MBK_EPARSE, line, wh, "a second shape in one <geometry> (line %ld)", k->geometry_line);
+    k->geometry_line = line;
+    int rc = 0, n = 0;
+    if (strcmp(el, "sphere") == 0) {
+        k->type = G_SPHERE, n = 1;
+        rc = req_numbers(c, line, wh, a, "radius", k->dims, 1);
+    } else if (strcmp(el, "box") == 0) {
+        k->type = G_BOX, n = 3;
+        rc = req_numbers(c, line, wh, a, "size", k->dims, 3);
+    } else if (strcmp(el, "cylinder") == 0) {
+        k->type = G_CYLINDER, n = 2;
+        rc = req_numbers(c, line, wh, a, "radius", k->dims, 1) || req_numbers(c, line, wh, a, "length", k->dims + 1, 1);
+    } else if (strcmp(el, "mesh") == 0) {
+        k->type = G_MESH;
+    } else {
+        k->type = G_OTHER;
+    }
+    if (rc) return -1;
+    for (int i = 0; i < n; ++i)
+        if (!(k->dims[i] > 0))
+            return fail(c, MBK_EPARSE, line, wh, "the %s's %s %g must be > 0", el,
+                        k->type == G_BOX ? "size" : i == 0 ? "radius" : "length", k->dims[i]);
+    return 0;
 }
 
 static void XMLCALL on_start(void *user, const XML_Char *el, const XML_Char **a)
 {
     ur_ctx *c = user;
-    if (c->status) return;
+    if (c->fatal) return;
     long line = (long)XML_GetCurrentLineNumber(c->parser);
     int d = c->depth;
     if (d >= UR_MAX_DEPTH) {
-        fail(c, MBK_EPARSE, line, NULL, "elements are nested deeper than %d levels", UR_MAX_DEPTH);
+        char m[80];
+        snprintf(m, sizeof m, "elements are nested deeper than %d levels", UR_MAX_DEPTH);
+        fail_fatal(c, MBK_EPARSE, line, NULL, m);
         return;
     }
     int kind = K_IGNORE;
     if (d == 0) {
         if (strcmp(el, "robot") != 0) {
-            fail(c, MBK_EPARSE, line, NULL, "the root element is <%.60s>; a URDF document has <robot>", el);
+            char m[160];
+            snprintf(m, sizeof m, "the root element is <%.60s>; a URDF document has <robot>", el);
+            fail_fatal(c, MBK_EPARSE, line, NULL, m);
             return;
         }
         const char *name = attr(a, "name");
@@ -441,6 +519,9 @@ static void XMLCALL on_start(void *user, const XML_Char *el, const XML_Char **a)
                 where_buf w;
                 rc = once(c, &l->inertial_line, line, where_in(&w, el, "link", str(c, l->name)), el);
                 kind = K_INERTIAL;
+            } else if (strcmp(el, "collision") == 0 && c->o->ground_contact) {
+                rc = start_collision(c, line);
+                kind = K_COLLISION;
             }
         } else if (outer == K_INERTIAL) {
             rc = start_inertial_child(c, line, el, a);
@@ -448,8 +529,15 @@ static void XMLCALL on_start(void *user, const XML_Char *el, const XML_Char **a)
         } else if (outer == K_JOINT) {
             rc = start_joint_child(c, line, el, a);
             kind = K_LEAF;
+        } else if (outer == K_COLLISION) {
+            kind = K_LEAF;
+            rc = start_collision_child(c, line, el, a, &kind);
+        } else if (outer == K_GEOMETRY) {
+            rc = start_geometry_child(c, line, el, a);
+            kind = K_LEAF;
         }
-        if (rc || c->status) return;
+        if (c->fatal) return;
+        if (rc) kind = K_IGNORE; /* the error is recorded; what is inside is not read */
     }
     c->kind[d] = (unsigned char)kind;
     c->depth = d + 1;
@@ -467,8 +555,8 @@ static void XMLCALL on_doctype(void *user, const XML_Char *name, const XML_Char 
 {
     (void)name; (void)sysid; (void)pubid; (void)has_internal_subset;
     ur_ctx *c = user;
-    fail(c, MBK_EPARSE, (long)XML_GetCurrentLineNumber(c->parser), "<!DOCTYPE>",
-         "document type declarations are not accepted (URDF has none; entities are refused)");
+    fail_fatal(c, MBK_EPARSE, (long)XML_GetCurrentLineNumber(c->parser), "<!DOCTYPE>",
+               "document type declarations are not accepted (URDF has none; entities are refused)");
 }
 
 static void XMLCALL on_entity(void *user, const XML_Char *name, int is_param, const XML_Char *value, int len,
@@ -477,7 +565,7 @@ static void XMLCALL on_entity(void *user, const XML_Char *name, int is_param, co
 {
     (void)name; (void)is_param; (void)value; (void)len; (void)base; (void)sysid; (void)pubid; (void)notation;
     ur_ctx *c = user;
-    fail(c, MBK_EPARSE, (long)XML_GetCurrentLineNumber(c->parser), "<!ENTITY>", "entity declarations are refused");
+    fail_fatal(c, MBK_EPARSE, (long)XML_GetCurrentLineNumber(c->parser), "<!ENTITY>", "entity declarations are refused");
 }
 
 /* expat allocates through mbk's hooks too. */
@@ -500,11 +588,12 @@ static int parse_xml(ur_ctx *c, const char *text, size_t len)
         size_t n = len - done < UR_CHUNK ? len - done : UR_CHUNK;
         int final = done + n == len;
         if (XML_Parse(c->parser, text + done, (int)n, final) != XML_STATUS_OK) {
-            if (!c->status) {
+            if (!c->fatal) {
                 enum XML_Error e = XML_GetErrorCode(c->parser);
-                fail(c, MBK_EPARSE, (long)XML_GetCurrentLineNumber(c->parser), NULL,
-                     "malformed XML at column %ld: %s", (long)XML_GetCurrentColumnNumber(c->parser) + 1,
-                     XML_ErrorString(e));
+                char m[200];
+                snprintf(m, sizeof m, "malformed XML at column %ld: %s",
+                         (long)XML_GetCurrentColumnNumber(c->parser) + 1, XML_ErrorString(e));
+                fail_fatal(c, MBK_EPARSE, (long)XML_GetCurrentLineNumber(c->parser), NULL, m);
             }
             break;
         }
@@ -512,7 +601,7 @@ static int parse_xml(ur_ctx *c, const char *text, size_t len)
     } while (done < len);
     XML_ParserFree(c->parser);
     c->parser = NULL;
-    if (!c->status && c->robot_line == 0) fail(c, MBK_EPARSE, 0, NULL, "no <robot> element");
+    if (!c->fatal && c->robot_line == 0) fail(c, MBK_EPARSE, 0, NULL, "no <robot> element");
     return c->status;
 }
 
@@ -566,173 +655,124 @@ static name_ix *build_index(ur_ctx *c, bool joints)
             where_buf w;
             fail(c, MBK_EPARSE, l2, where_elem(&w, joints ? "joint" : "link", ix[i].name),
                  "duplicate %s name (also on line %ld)", joints ? "joint" : "link", l1);
-            mbk_free(ix);
-            return NULL;
         }
     return ix;
 }
 
-/* Principal moments of a symmetric 3x3 matrix (cyclic Jacobi), ascending. */
-static void eig_sym3(const double I6[6], double ev[3])
-{
-    double a[3][3] = {{I6[0], I6[3], I6[4]}, {I6[3], I6[1], I6[5]}, {I6[4], I6[5], I6[2]}};
-    for (int sweep = 0; sweep < 50; ++sweep) {
-        double off = fabs(a[0][1]) + fabs(a[0][2]) + fabs(a[1][2]);
-        if (off == 0.0) break;
-        for (int p = 0; p < 2; ++p)
-            for (int q = p + 1; q < 3; ++q) {
-                if (a[p][q] == 0.0) continue;
-                double theta = (a[q][q] - a[p][p]) / (2.0 * a[p][q]);
-                double t = (theta >= 0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1.0));
-                double cs = 1.0 / sqrt(t * t + 1.0), sn = t * cs;
-                for (int k = 0; k < 3; ++k) { /* rotate columns p, q */
-                    double akp = a[k][p], akq = a[k][q];
-                    a[k][p] = cs * akp - sn * akq;
-                    a[k][q] = sn * akp + cs * akq;
-                }
-                for (int k = 0; k < 3; ++k) { /* rotate rows p, q */
-                    double apk = a[p][k], aqk = a[q][k];
-                    a[p][k] = cs * apk - sn * aqk;
-                    a[q][k] = sn * apk + cs * aqk;
-                }
-            }
-    }
-    ev[0] = a[0][0], ev[1] = a[1][1], ev[2] = a[2][2];
-    for (int i = 0; i < 3; ++i)
-        for (int j = i + 1; j < 3; ++j)
-            if (ev[j] < ev[i]) {
-                double t = ev[i];
-                ev[i] = ev[j];
-                ev[j] = t;
-            }
-}
+static bool one_dof(int type) { return type == J_REVOLUTE || type == J_CONTINUOUS || type == J_PRISMATIC; }
 
-static mbk_mat33 inertia_matrix(const double I6[6])
+/* Mimic tags. One that cannot couple anything (it names a joint that does not exist,
+   or either joint is fixed) is a warning and is ignored, couplers or not. With
+   options.mimic_as_couplers the others must make sense (single-dof joints, no loops);
+   without it they are ignored. */
+static int check_mimic(ur_ctx *c, const name_ix *jix)
 {
-    mbk_mat33 M = {{{I6[0], I6[3], I6[4]}, {I6[3], I6[1], I6[5]}, {I6[4], I6[5], I6[2]}}};
-    return M;
-}
-
-static int check_inertial(ur_ctx *c, const ur_link *l)
-{
-    if (!l->inertial_line) return 0;
     where_buf w;
-    const char *wh = where_in(&w, "inertial", "link", str(c, l->name));
-    if (!l->mass_line) return fail(c, MBK_EPARSE, l->inertial_line, wh, "<mass> is missing");
-    if (!l->inertia_line) return fail(c, MBK_EPARSE, l->inertial_line, wh, "<inertia> is missing");
-    mbk_mat33 I = inertia_matrix(l->I);
-    double ev[3], s = mbk_mat33_max_abs(I);
-    if (l->mass > MBK_MASS_PROPS_MAX)
-        return fail(c, MBK_EPARSE, l->mass_line, where_in(&w, "mass", "link", str(c, l->name)),
-                    "the mass %g kg is too large to check and simulate: the limit is %g kg (MBK_MASS_PROPS_MAX), "
-                    "beyond which products of masses, inertias and distances overflow; use larger units",
-                    l->mass, MBK_MASS_PROPS_MAX);
-    wh = where_in(&w, "inertia", "link", str(c, l->name));
-    if (s > MBK_MASS_PROPS_MAX)
-        return fail(c, MBK_EPARSE, l->inertia_line, wh,
-                    "the inertia (largest entry %g kg m^2) is too large to check and simulate: the limit is %g "
-                    "kg m^2 (MBK_MASS_PROPS_MAX), beyond which its minors and the dynamics overflow; use larger "
-                    "units", s, MBK_MASS_PROPS_MAX);
-    eig_sym3(l->I, ev);
-    if (l->mass > 0 && !mbk_mat33_is_spd(I))
-        return fail(c, MBK_EPARSE, l->inertia_line, wh,
-                    "the inertia is not positive definite (principal moments %.6g, %.6g, %.6g); a body "
-                    "with mass needs a positive definite inertia",
-                    ev[0], ev[1], ev[2]);
-    if (l->mass == 0 && s > 0 && !mbk_mat33_is_psd(I))
-        return fail(c, MBK_EPARSE, l->inertia_line, wh,
-                    "the inertia is not positive semidefinite (principal moments %.6g, %.6g, %.6g)", ev[0],
-                    ev[1], ev[2]);
-    mbk_mass_props mp = mbk_mass_props_from_central(l->mass, mbk_vec3_zero(), I);
-    if (!mbk_mass_props_is_valid(mp))
-        return fail(c, MBK_EPARSE, l->inertia_line, wh,
-                    "the principal moments %.6g, %.6g, %.6g break the triangle inequality (%.6g + %.6g < %.6g): "
-                    "no rigid body has this inertia",
-                    ev[0], ev[1], ev[2], ev[0], ev[1], ev[2]);
-    return 0;
+    for (int i = 0; i < c->njoints; ++i) {
+        ur_joint *j = &c->joints[i];
+        if (!j->mimic_line) continue;
+        const char *wm = where_in(&w, "mimic", "joint", str(c, j->name));
+        int k = find_name(jix, c->njoints, str(c, j->mimic_name));
+        if (k < 0) {
+            ur_warn(c, j->mimic_line, wm, "joint '%.200s' does not exist; this <mimic> couples nothing and is ignored",
+                    str(c, j->mimic_name));
+            continue;
+        }
+        if (j->type == J_FIXED || c->joints[k].type == J_FIXED) {
+            ur_warn(c, j->mimic_line, wm, "'%.200s' is fixed, so there is no coordinate to couple; this <mimic> is "
+                    "ignored", str(c, j->type == J_FIXED ? j->name : c->joints[k].name));
+            continue;
+        }
+        if (!c->o->mimic_as_couplers) continue;
+        if (k == i) {
+            fail(c, MBK_EPARSE, j->mimic_line, wm, "a joint cannot mimic itself");
+            continue;
+        }
+        const ur_joint *o = &c->joints[k];
+        if (!one_dof(j->type) || !one_dof(o->type)) {
+            fail(c, MBK_EPARSE, j->mimic_line, wm,
+                 "mimic needs two revolute, continuous or prismatic joints ('%.200s' is %s, '%.200s' is %s)",
+                 str(c, j->name), joint_type_names[j->type], str(c, o->name), joint_type_names[o->type]);
+            continue;
+        }
+        j->mimic_joint = k;
+    }
+    if (c->status || c->fatal) return -1;
+    /* no chain loops back; colours: 0 unvisited, 1 on the current walk, 2 done */
+    unsigned char *col = mbk_calloc((size_t)c->njoints + 1, 1);
+    if (!col) return fail(c, MBK_ENOMEM, 0, NULL, "out of memory");
+    for (int i = 0; i < c->njoints; ++i) {
+        int k = i;
+        while (k >= 0 && col[k] == 0) col[k] = 1, k = c->joints[k].mimic_joint;
+        if (k >= 0 && col[k] == 1)
+            fail(c, MBK_EPARSE, c->joints[k].mimic_line, where_in(&w, "mimic", "joint", str(c, c->joints[k].name)),
+                 "mimic joints form a loop through '%.200s'; each chain must end at a joint that mimics none",
+                 str(c, c->joints[k].name));
+        for (k = i; k >= 0 && col[k] == 1; k = c->joints[k].mimic_joint) col[k] = 2;
+    }
+    mbk_free(col);
+    return c->status ? -1 : 0;
 }
 
-/* Resolve links of joints, parents, roots, cycles and mimic references. */
+/* Resolve links of joints, parents, roots, cycles and mimic references; every
+   problem of a kind is recorded before giving up. */
 static int check_robot(ur_ctx *c, const name_ix *lix, const name_ix *jix, int *root_out)
 {
     where_buf w;
     if (c->nlinks == 0) return fail(c, MBK_EPARSE, c->robot_line, "<robot>", "the robot has no <link>");
-    for (int i = 0; i < c->nlinks; ++i)
-        if (check_inertial(c, &c->links[i])) return -1;
     for (int i = 0; i < c->njoints; ++i) {
         ur_joint *j = &c->joints[i];
         const char *wh = where_elem(&w, "joint", str(c, j->name));
-        if (!j->parent_line) return fail(c, MBK_EPARSE, j->line, wh, "<parent> is missing");
-        if (!j->child_line) return fail(c, MBK_EPARSE, j->line, wh, "<child> is missing");
+        if (!j->parent_line) {
+            fail(c, MBK_EPARSE, j->line, wh, "<parent> is missing");
+            continue;
+        }
+        if (!j->child_line) {
+            fail(c, MBK_EPARSE, j->line, wh, "<child> is missing");
+            continue;
+        }
         j->parent_link = find_name(lix, c->nlinks, str(c, j->parent));
         j->child_link = find_name(lix, c->nlinks, str(c, j->child));
         if (j->parent_link < 0)
-            return fail(c, MBK_EPARSE, j->parent_line, wh, "parent link '%.200s' does not exist", str(c, j->parent));
+            fail(c, MBK_EPARSE, j->parent_line, wh, "parent link '%.200s' does not exist", str(c, j->parent));
         if (j->child_link < 0)
-            return fail(c, MBK_EPARSE, j->child_line, wh, "child link '%.200s' does not exist", str(c, j->child));
-        if (j->parent_link == j->child_link)
-            return fail(c, MBK_EPARSE, j->child_line, wh, "link '%.200s' is both parent and child",
-                        str(c, j->child));
+            fail(c, MBK_EPARSE, j->child_line, wh, "child link '%.200s' does not exist", str(c, j->child));
+        if (j->parent_link < 0 || j->child_link < 0) continue;
+        if (j->parent_link == j->child_link) {
+            fail(c, MBK_EPARSE, j->child_line, wh, "link '%.200s' is both parent and child", str(c, j->child));
+            continue;
+        }
         ur_link *ch = &c->links[j->child_link];
-        if (ch->parent_joint >= 0)
-            return fail(c, MBK_EPARSE, j->child_line, wh,
-                        "link '%.200s' already has parent joint '%.200s' (line %ld); a link has one parent",
-                        str(c, j->child), str(c, c->joints[ch->parent_joint].name), c->joints[ch->parent_joint].line);
+        if (ch->parent_joint >= 0) {
+            fail(c, MBK_EPARSE, j->child_line, wh,
+                 "link '%.200s' already has parent joint '%.200s' (line %ld); a link has one parent",
+                 str(c, j->child), str(c, c->joints[ch->parent_joint].name), c->joints[ch->parent_joint].line);
+            continue;
+        }
         ch->parent_joint = i;
         if (j->type == J_REVOLUTE || j->type == J_CONTINUOUS || j->type == J_PRISMATIC || j->type == J_PLANAR) {
             double n = sqrt(j->axis[0] * j->axis[0] + j->axis[1] * j->axis[1] + j->axis[2] * j->axis[2]);
-            if (!(n > 1e-12))
-                return fail(c, MBK_EPARSE, j->axis_line ? j->axis_line : j->line,
-                            where_in(&w, "axis", "joint", str(c, j->name)), "the axis has zero length");
+            if (!(n > 1e-12)) {
+                fail(c, MBK_EPARSE, j->axis_line ? j->axis_line : j->line,
+                     where_in(&w, "axis", "joint", str(c, j->name)), "the axis has zero length");
+                continue;
+            }
             for (int k = 0; k < 3; ++k) j->axis[k] /= n;
         }
-        if (j->mimic_line) {
-            const char *wm = where_in(&w, "mimic", "joint", str(c, j->name));
-            j->mimic_joint = find_name(jix, c->njoints, str(c, j->mimic_name));
-            if (j->mimic_joint < 0)
-                return fail(c, MBK_EPARSE, j->mimic_line, wm, "joint '%.200s' does not exist", str(c, j->mimic_name));
-            if (j->mimic_joint == i) return fail(c, MBK_EPARSE, j->mimic_line, wm, "a joint cannot mimic itself");
-        }
     }
-    /* mimic: both joints single-dof; no chain loops back */
-    for (int i = 0; i < c->njoints; ++i) {
-        const ur_joint *j = &c->joints[i];
-        if (j->mimic_joint < 0) continue;
-        const char *wm = where_in(&w, "mimic", "joint", str(c, j->name));
-        const ur_joint *o = &c->joints[j->mimic_joint];
-        bool one = j->type == J_REVOLUTE || j->type == J_CONTINUOUS || j->type == J_PRISMATIC;
-        bool one_o = o->type == J_REVOLUTE || o->type == J_CONTINUOUS || o->type == J_PRISMATIC;
-        if (!one || !one_o)
-            return fail(c, MBK_EPARSE, j->mimic_line, wm,
-                        "mimic needs two revolute, continuous or prismatic joints ('%.200s' is %s, '%.200s' is %s)",
-                        str(c, j->name), joint_type_names[j->type], str(c, o->name), joint_type_names[o->type]);
-    }
-    {
-        /* colours: 0 unvisited, 1 on the current walk, 2 done */
-        unsigned char *col = mbk_calloc((size_t)c->njoints + 1, 1);
-        if (!col) return fail(c, MBK_ENOMEM, 0, NULL, "out of memory");
-        for (int i = 0; i < c->njoints && !c->status; ++i) {
-            int k = i;
-            while (k >= 0 && col[k] == 0) col[k] = 1, k = c->joints[k].mimic_joint;
-            if (k >= 0 && col[k] == 1)
-                fail(c, MBK_EPARSE, c->joints[k].mimic_line, where_in(&w, "mimic", "joint", str(c, c->joints[k].name)),
-                     "mimic joints form a loop through '%.200s'; each chain must end at a joint that mimics none",
-                     str(c, c->joints[k].name));
-            for (k = i; k >= 0 && col[k] == 1; k = c->joints[k].mimic_joint) col[k] = 2;
-        }
-        mbk_free(col);
-        if (c->status) return -1;
-    }
+    if (c->status || c->fatal) return -1;
+    if (check_mimic(c, jix)) return -1;
     /* exactly one root */
     int root = -1;
     for (int i = 0; i < c->nlinks; ++i) {
         if (c->links[i].parent_joint >= 0) continue;
         if (root >= 0)
-            return fail(c, MBK_EPARSE, c->links[i].line, where_elem(&w, "link", str(c, c->links[i].name)),
-                        "this link and link '%.200s' (line %ld) both have no parent joint; a URDF robot is one "
-                        "tree with one root link", str(c, c->links[root].name), c->links[root].line);
-        root = i;
+            fail(c, MBK_EPARSE, c->links[i].line, where_elem(&w, "link", str(c, c->links[i].name)),
+                 "this link and link '%.200s' (line %ld) both have no parent joint; a URDF robot is one "
+                 "tree with one root link", str(c, c->links[root].name), c->links[root].line);
+        else root = i;
     }
+    if (c->status) return -1;
     if (root < 0) {
         /* every link has a parent: follow parents from link 0 until one repeats */
         int k = 0;
@@ -756,6 +796,10 @@ typedef struct urdf_info {
     size_t robot;
     size_t *link_name, *joint_name; /* per body */
     unsigned char *type;            /* per body: J_*, or J_NTYPES for Ground */
+    double *limits;                 /* per body: lower, upper (lower >= upper: none) */
+    char *warning_text;             /* the warnings, each NUL-terminated, in file order */
+    size_t *warning;                /* offsets into warning_text */
+    int nwarnings;
 } urdf_info;
 
 static void info_destroy(void *impl)
@@ -766,6 +810,9 @@ static void info_destroy(void *impl)
     mbk_free(u->link_name);
     mbk_free(u->joint_name);
     mbk_free(u->type);
+    mbk_free(u->limits);
+    mbk_free(u->warning_text);
+    mbk_free(u->warning);
     mbk_free(u);
 }
 
@@ -811,6 +858,32 @@ const char *mbk_urdf_get_robot_name(const mbk_system *sys)
     return u ? u->pool + u->robot : NULL;
 }
 
+int mbk_urdf_get_joint_limits(const mbk_system *sys, int body, double *lower, double *upper)
+{
+    const urdf_info *u = info_of(sys);
+    if (!u) return mbk_set_error(MBK_EINVAL, "mbk_urdf_get_joint_limits: the System was not built from URDF");
+    if (body < 0 || body >= u->nb)
+        return mbk_set_error(MBK_EINVAL, "mbk_urdf_get_joint_limits: body %d is out of range; there are %d", body,
+                             u->nb);
+    double lo = u->limits[2 * body], hi = u->limits[2 * body + 1];
+    if (!(lo < hi)) return 0;
+    if (lower) *lower = lo;
+    if (upper) *upper = hi;
+    return 1;
+}
+
+int mbk_urdf_get_num_warnings(const mbk_system *sys)
+{
+    const urdf_info *u = info_of(sys);
+    return u ? u->nwarnings : 0;
+}
+
+const char *mbk_urdf_get_warning(const mbk_system *sys, int i)
+{
+    const urdf_info *u = info_of(sys);
+    return u && i >= 0 && i < u->nwarnings ? u->warning_text + u->warning[i] : NULL;
+}
+
 /* ------------------------------------------------------------------ */
 /* Building the System                                                  */
 /* ------------------------------------------------------------------ */
@@ -824,10 +897,11 @@ static mbk_mat33 rpy_matrix(const double rpy[3])
     return mbk_mat33_mul(Rz, mbk_mat33_mul(Ry, Rx));
 }
 
-static mbk_transform origin_transform(const ur_origin *o)
+mbk_transform ur_origin_transform(const ur_origin *o)
 {
     return mbk_transform_make(rpy_matrix(o->rpy), mbk_vec3_make(o->xyz[0], o->xyz[1], o->xyz[2]));
 }
+#define origin_transform ur_origin_transform
 
 /* The smallest rotation taking unit vector `from` onto unit vector `to`
    (a half turn about `fallback` when they are opposite). */
@@ -839,11 +913,13 @@ static mbk_mat33 rotation_onto(mbk_vec3 from, mbk_vec3 to, mbk_vec3 fallback)
     return mbk_mat33_from_axis_angle(mbk_vec3_scale(k, 1.0 / s), atan2(s, cth));
 }
 
-static mbk_mass_props link_mass_props(const ur_link *l)
+mbk_mass_props ur_link_mass_props(const ur_link *l)
 {
     if (!l->inertial_line) return mbk_mass_props_from_central(0.0, mbk_vec3_zero(), mbk_mat33_zero());
     mbk_transform X = origin_transform(&l->inertial_origin);
-    mbk_mat33 I = mbk_mat33_rotate_congruence(X.R, inertia_matrix(l->I));
+    const double *I6 = l->I;
+    mbk_mat33 Ii = {{{I6[0], I6[3], I6[4]}, {I6[3], I6[1], I6[5]}, {I6[4], I6[5], I6[2]}}};
+    mbk_mat33 I = mbk_mat33_rotate_congruence(X.R, Ii);
     /* exact symmetry after the rotation */
     for (int r = 0; r < 3; ++r)
         for (int k = r + 1; k < 3; ++k) I.m[r][k] = I.m[k][r] = 0.5 * (I.m[r][k] + I.m[k][r]);
@@ -857,10 +933,60 @@ static int lib_fail(ur_ctx *c, long line, const char *where, const char *what)
     return fail(c, st < 0 ? st : MBK_EINVAL, line, where, "%s: %s", what, mbk_last_error());
 }
 
-typedef struct build_out {
-    int *order;      /* links in depth-first order */
-    int *body;       /* per link: body index */
-} build_out;
+/* Joint friction without options.friction_as_elements: one warning for all joints. */
+static void warn_friction_ignored(ur_ctx *c)
+{
+    int first = -1, more = 0;
+    char lines[160] = "";
+    size_t len = 0;
+    for (int i = 0; i < c->njoints; ++i) {
+        const ur_joint *j = &c->joints[i];
+        if (j->friction == 0 || j->type == J_FIXED) continue;
+        if (first < 0) {
+            first = i;
+            continue;
+        }
+        if (more++ < 8 && len < sizeof lines)
+            len += (size_t)snprintf(lines + len, sizeof lines - len, "%s%ld", more > 1 ? ", " : "", j->dynamics_line);
+    }
+    if (first < 0) return;
+    where_buf w;
+    const ur_joint *j = &c->joints[first];
+    if (more)
+        ur_warn(c, j->dynamics_line, where_elem(&w, "joint", str(c, j->name)),
+                "friction is ignored, here and on %d more joint%s (line%s %s%s); options.friction_as_elements turns "
+                "it into friction elements", more, more == 1 ? "" : "s", more == 1 ? "" : "s", lines,
+                more > 8 ? ", ..." : "");
+    else
+        ur_warn(c, j->dynamics_line, where_elem(&w, "joint", str(c, j->name)),
+                "friction is ignored; options.friction_as_elements turns it into a friction element");
+}
+
+/* The warnings, in file order, copied into the System's info. */
+static int keep_warnings(ur_ctx *c, urdf_info *info)
+{
+    msgs_sort(&c->warnings);
+    size_t total = 1;
+    for (int i = 0; i < c->warnings.n; ++i) total += strlen(c->warnings.v[i].text) + 1;
+    char more[96] = "";
+    if (c->warnings.dropped)
+        total += (size_t)snprintf(more, sizeof more, "%s: and %ld more warnings (not kept)", c->src,
+                                  c->warnings.dropped) + 1;
+    int n = c->warnings.n + (more[0] ? 1 : 0);
+    info->warning_text = mbk_malloc(total);
+    info->warning = mbk_malloc((size_t)(n ? n : 1) * sizeof *info->warning);
+    if (!info->warning_text || !info->warning) return fail(c, MBK_ENOMEM, 0, NULL, "out of memory");
+    size_t at = 0;
+    for (int i = 0; i < n; ++i) {
+        const char *t = i < c->warnings.n ? c->warnings.v[i].text : more;
+        size_t len = strlen(t) + 1;
+        memcpy(info->warning_text + at, t, len);
+        info->warning[i] = at;
+        at += len;
+    }
+    info->nwarnings = n;
+    return 0;
+}
 
 /* Depth-first order from the root, children in file order (like MuJoCo). */
 static int dfs_order(ur_ctx *c, int root, int *order, int *count)
@@ -898,11 +1024,11 @@ static int build(ur_ctx *c, int root, mbk_system **out)
     where_buf w;
     int nl = c->nlinks;
     int *order = mbk_malloc((size_t)nl * sizeof *order), *body = mbk_malloc((size_t)nl * sizeof *body);
-    double *sub_mass = mbk_calloc((size_t)nl, sizeof *sub_mass);
     urdf_info *info = mbk_calloc(1, sizeof *info);
+    ur_bodies bodies = {NULL, NULL};
     mbk_system *sys = NULL;
     int count = 0;
-    if (!order || !body || !sub_mass || !info) {
+    if (!order || !body || !info) {
         fail(c, MBK_ENOMEM, 0, NULL, "out of memory");
         goto done;
     }
@@ -927,29 +1053,13 @@ static int build(ur_ctx *c, int root, mbk_system **out)
     }
     bool world = strcmp(str(c, c->links[root].name), "world") == 0;
     if (world && c->links[root].inertial_line)
-        warn(c, c->links[root].inertial_line, "the <inertial> of link 'world' is ignored: 'world' is Ground");
-    /* mass (and inertia) carried by each subtree, tip to base */
-    for (int i = nl - 1; i >= 0; --i) {
-        const ur_link *l = &c->links[order[i]];
-        double own = l->inertial_line ? l->mass + fabs(l->I[0]) + fabs(l->I[1]) + fabs(l->I[2]) : 0.0;
-        sub_mass[order[i]] += own;
-        if (l->parent_joint >= 0) sub_mass[c->joints[l->parent_joint].parent_link] += sub_mass[order[i]];
-    }
-    for (int i = 1; i < nl; ++i) {
-        const ur_link *l = &c->links[order[i]];
-        const ur_joint *j = &c->joints[l->parent_joint];
-        if (j->type != J_FIXED && !(sub_mass[order[i]] > 0)) {
-            fail(c, MBK_EPARSE, j->line, where_elem(&w, "joint", str(c, j->name)),
-                 "the joint moves only links without mass or inertia (child '%.200s'), so its motion "
-                 "is undetermined; give that link an <inertial>", str(c, l->name));
-            goto done;
-        }
-    }
-    if (!world && !(sub_mass[root] > 0) && o->floating_base) {
-        fail(c, MBK_EPARSE, c->links[root].line, where_elem(&w, "link", str(c, c->links[root].name)),
-             "floating_base needs mass: the robot has no link with an <inertial>");
-        goto done;
-    }
+        ur_warn(c, c->links[root].inertial_line, "<link name=\"world\">",
+                "the <inertial> of link 'world' is ignored: 'world' is Ground");
+    if (world && o->floating_base)
+        ur_warn(c, c->links[root].line, "<link name=\"world\">",
+                "options.floating_base has no effect: the root link 'world' is Ground, and the robot is mounted "
+                "by the joints from it");
+    if (ur_judge_bodies(c, order, world, &bodies)) goto done;
 
     sys = mbk_multibody_create(c->robot_name ? str(c, c->robot_name) : "urdf");
     if (!sys) {
@@ -963,7 +1073,8 @@ static int build(ur_ctx *c, int root, mbk_system **out)
     info->link_name = mbk_calloc((size_t)nb, sizeof *info->link_name);
     info->joint_name = mbk_calloc((size_t)nb, sizeof *info->joint_name);
     info->type = mbk_calloc((size_t)nb, 1);
-    if (!m || !f || !info->link_name || !info->joint_name || !info->type) {
+    info->limits = mbk_calloc(2 * (size_t)nb, sizeof *info->limits);
+    if (!m || !f || !info->link_name || !info->joint_name || !info->type || !info->limits) {
         fail(c, MBK_ENOMEM, 0, NULL, "out of memory");
         goto done;
     }
@@ -982,18 +1093,19 @@ static int build(ur_ctx *c, int root, mbk_system **out)
             }
             continue;
         }
-        mbk_mass_props mp = link_mass_props(l);
+        const mbk_mass_props *mp = &bodies.mp[li];
         mbk_transform X_PF = mbk_transform_identity(), X_BM = mbk_transform_identity();
         mbk_mobilizer mob;
         int parent = 0, type;
         long line = l->line;
         const char *wj = wl;
         where_buf wjb;
+        const ur_joint *j = NULL;
         if (i == 0) {
             type = o->floating_base ? J_FLOATING : J_FIXED;
             mob = o->floating_base ? mbk_mobilizer_free() : mbk_mobilizer_weld();
         } else {
-            const ur_joint *j = &c->joints[l->parent_joint];
+            j = &c->joints[l->parent_joint];
             wj = where_elem(&wjb, "joint", str(c, j->name));
             line = j->line;
             type = j->type;
@@ -1012,9 +1124,10 @@ static int build(ur_ctx *c, int root, mbk_system **out)
             /* turn the mobilizer's axis onto the joint axis on both sides, so B = the child link frame */
             X_PF.R = mbk_mat33_mul(X_PF.R, R);
             X_BM.R = R;
-            info->joint_name[i + (world ? 0 : 1)] = j->name;
         }
-        int b = mbk_matter_add_body(m, parent, &X_PF, &mp, &X_BM, mob);
+        /* a body whose inertia breaks the triangle inequality (judged usable) goes in as it is */
+        int b = mbk_mass_props_is_valid(*mp) ? mbk_matter_add_body(m, parent, &X_PF, mp, &X_BM, mob)
+                                             : mbk_matter_add_body_unrealizable(m, parent, &X_PF, mp, &X_BM, mob);
         if (b < 0) {
             lib_fail(c, line, wj, "adding the body");
             goto done;
@@ -1022,13 +1135,19 @@ static int build(ur_ctx *c, int root, mbk_system **out)
         body[li] = b;
         info->link_name[b] = l->name;
         info->type[b] = (unsigned char)type;
+        if (j) {
+            info->joint_name[b] = j->name;
+            bool limited = j->limit_line && (j->type == J_REVOLUTE || j->type == J_PRISMATIC) && j->lower < j->upper;
+            info->limits[2 * b] = limited ? j->lower : 0.0;
+            info->limits[2 * b + 1] = limited ? j->upper : 0.0;
+        }
         if (mbk_matter_set_body_name(m, b, str(c, l->name)) < 0) {
             lib_fail(c, l->line, wl, "naming the body");
             goto done;
         }
     }
 
-    /* forces: gravity, then per joint stops and dampers */
+    /* forces: gravity, then per joint stops, dampers and friction */
     int g = mbk_force_add_gravity(f, o->gravity);
     if (g < 0 || mbk_force_set_name(f, g, "gravity") < 0) {
         lib_fail(c, c->robot_line, "<robot>", "adding gravity");
@@ -1039,6 +1158,7 @@ static int build(ur_ctx *c, int root, mbk_system **out)
         int b = body[j->child_link];
         char name[64];
         const char *wj = where_elem(&w, "joint", str(c, j->name));
+        int nu = j->type == J_PLANAR ? 3 : j->type == J_FLOATING ? 6 : j->type == J_FIXED ? 0 : 1;
         if (o->limits_as_stops && j->limit_line && (j->type == J_REVOLUTE || j->type == J_PRISMATIC) &&
             j->lower < j->upper) {
             int k = mbk_force_add_mobility_linear_stop(f, b, 0, o->stop_stiffness, o->stop_dissipation, j->lower,
@@ -1050,15 +1170,24 @@ static int build(ur_ctx *c, int root, mbk_system **out)
             }
         }
         if (j->limit_line && j->type == J_CONTINUOUS && j->lower < j->upper)
-            warn(c, j->limit_line, "%s: the limits of a continuous joint are ignored", wj);
-        if (j->friction != 0) warn(c, j->dynamics_line, "%s: friction is not supported and is ignored", wj);
-        if (o->damping_as_dampers && j->damping > 0 && j->type != J_FIXED) {
-            int nu = j->type == J_PLANAR ? 3 : j->type == J_FLOATING ? 6 : 1;
+            ur_warn(c, j->limit_line, wj, "the limits of a continuous joint are ignored");
+        if (j->friction != 0 && nu == 0) ur_warn(c, j->dynamics_line, wj, "friction is ignored (the joint is fixed)");
+        if (o->damping_as_dampers && j->damping > 0 && nu > 0) {
             for (int k = 0; k < nu; ++k) {
                 int e = mbk_force_add_mobility_linear_damper(f, b, k, j->damping);
                 snprintf(name, sizeof name, "damping:%s", str(c, j->name));
                 if (e < 0 || mbk_force_set_name(f, e, name) < 0) {
                     lib_fail(c, j->dynamics_line, wj, "adding the damper");
+                    goto done;
+                }
+            }
+        }
+        if (o->friction_as_elements && j->friction > 0 && nu > 0) {
+            for (int k = 0; k < nu; ++k) {
+                int e = mbk_force_add_mobility_coulomb_friction(f, b, k, j->friction, o->friction_transition_velocity);
+                snprintf(name, sizeof name, "friction:%s", str(c, j->name));
+                if (e < 0 || mbk_force_set_name(f, e, name) < 0) {
+                    lib_fail(c, j->dynamics_line, wj, "adding the friction element");
                     goto done;
                 }
             }
@@ -1073,8 +1202,11 @@ static int build(ur_ctx *c, int root, mbk_system **out)
             }
         }
     }
+    if (o->ground_contact && ur_add_ground_contact(c, f, body, &bodies)) goto done;
+    if (!o->friction_as_elements) warn_friction_ignored(c);
 
-    /* the names go with the System: the info subsystem takes the pool */
+    /* the names and the warnings go with the System: the info subsystem takes the pool */
+    if (keep_warnings(c, info)) goto done;
     info->robot = c->robot_name;
     info->pool = c->pool;
     if (mbk_system_add_subsystem(sys, &urdf_info_ops, info) < 0) {
@@ -1091,7 +1223,7 @@ static int build(ur_ctx *c, int root, mbk_system **out)
 done:
     mbk_free(order);
     mbk_free(body);
-    mbk_free(sub_mass);
+    ur_bodies_free(&bodies);
     if (info) info_destroy(info);
     if (c->status) {
         mbk_system_destroy(sys);
@@ -1119,8 +1251,18 @@ mbk_urdf_options mbk_urdf_options_default(void)
     o.realize_topology = true;
     o.max_bytes = (size_t)16 << 20;
     o.source_name = "<string>";
+    o.friction_transition_velocity = 0.01;
+    o.contact_modulus = 1e8;
+    o.contact_dissipation = 1.0;
+    o.contact_static_friction = 1.0;
+    o.contact_dynamic_friction = 0.8;
+    o.contact_viscous_friction = 0.0;
+    o.contact_transition_velocity = 0.01;
+    o.contact_point_radius = 0.005;
     return o;
 }
+
+static bool finite_nonneg(double x) { return isfinite(x) && x >= 0; }
 
 static int check_options(const mbk_urdf_options *o, const char *fn)
 {
@@ -1131,7 +1273,55 @@ static int check_options(const mbk_urdf_options *o, const char *fn)
         return mbk_set_error(MBK_EINVAL, "%s: options.stop_stiffness and stop_dissipation must be finite and >= 0",
                              fn);
     if (o->max_bytes == 0) return mbk_set_error(MBK_EINVAL, "%s: options.max_bytes must be > 0", fn);
+    if (!finite_nonneg(o->min_mass) || !finite_nonneg(o->min_inertia))
+        return mbk_set_error(MBK_EINVAL, "%s: options.min_mass and min_inertia must be finite and >= 0 (0: off)", fn);
+    if (o->friction_as_elements && !(isfinite(o->friction_transition_velocity) && o->friction_transition_velocity > 0))
+        return mbk_set_error(MBK_EINVAL, "%s: options.friction_transition_velocity must be finite and > 0", fn);
+    if (o->ground_contact &&
+        (!isfinite(o->ground_height) || !(isfinite(o->contact_modulus) && o->contact_modulus > 0) ||
+         !finite_nonneg(o->contact_dissipation) || !finite_nonneg(o->contact_static_friction) ||
+         !finite_nonneg(o->contact_dynamic_friction) || !finite_nonneg(o->contact_viscous_friction) ||
+         !(isfinite(o->contact_transition_velocity) && o->contact_transition_velocity > 0) ||
+         !(isfinite(o->contact_point_radius) && o->contact_point_radius > 0)))
+        return mbk_set_error(MBK_EINVAL, "%s: the contact options must be finite, with ground_height any, "
+                             "contact_modulus, contact_transition_velocity and contact_point_radius > 0, and the "
+                             "dissipation and friction coefficients >= 0", fn);
     return MBK_OK;
+}
+
+/* Give the warnings (and, on failure, the errors) to the callbacks in file order, and
+   set the last error to the first error with a count of the others. */
+static int finish(ur_ctx *c, int status)
+{
+    const mbk_urdf_options *o = c->o;
+    msgs_sort(&c->warnings);
+    msgs_sort(&c->errors);
+    if (o->warning) {
+        for (int i = 0; i < c->warnings.n; ++i) o->warning(o->warning_user, c->warnings.v[i].text);
+        if (c->warnings.dropped) {
+            char m[160];
+            snprintf(m, sizeof m, "%s: and %ld more warnings (not kept)", c->src, c->warnings.dropped);
+            o->warning(o->warning_user, m);
+        }
+    }
+    if (status == MBK_OK) return MBK_OK;
+    long more = (long)c->errors.n - 1 + c->errors.dropped;
+    if (o->error) {
+        for (int i = 0; i < c->errors.n; ++i) o->error(o->error_user, c->errors.v[i].text);
+        if (c->errors.dropped) {
+            char m[160];
+            snprintf(m, sizeof m, "%s: and %ld more errors (not kept)", c->src, c->errors.dropped);
+            o->error(o->error_user, m);
+        }
+    }
+    if (status == MBK_ENOMEM || c->errors.n == 0)
+        return mbk_set_error(status, "%s: out of memory while loading the robot", c->src);
+    /* the first problem in the file; its status */
+    status = c->errors.v[0].status;
+    if (more > 0)
+        return mbk_set_error(status, "%s (and %ld more problem%s%s)", c->errors.v[0].text, more, more == 1 ? "" : "s",
+                             o->error ? "" : "; options.error receives each one");
+    return mbk_set_error(status, "%s", c->errors.v[0].text);
 }
 
 static int load_text(const char *src, const char *text, size_t len, const mbk_urdf_options *o, mbk_system **out)
@@ -1144,7 +1334,9 @@ static int load_text(const char *src, const char *text, size_t len, const mbk_ur
     int root = -1;
     if (pool_add(&c, "") != 0 || c.status) goto done; /* offset 0 is "" */
     if (parse_xml(&c, text, len)) goto done;
-    if (!(lix = build_index(&c, false)) || !(jix = build_index(&c, true))) goto done;
+    lix = build_index(&c, false);
+    jix = lix ? build_index(&c, true) : NULL;
+    if (!lix || !jix || c.status) goto done;
     if (check_robot(&c, lix, jix, &root)) goto done;
     build(&c, root, out);
 done:
@@ -1152,9 +1344,12 @@ done:
     mbk_free(jix);
     mbk_free(c.links);
     mbk_free(c.joints);
+    mbk_free(c.cols);
     mbk_free(c.pool);
-    if (c.status) return mbk_set_error(c.status, "%s", c.msg);
-    return MBK_OK;
+    int rc = finish(&c, c.status);
+    msgs_free(&c.warnings);
+    msgs_free(&c.errors);
+    return rc;
 }
 
 int mbk_urdf_load_string(const char *xml, const mbk_urdf_options *opts, mbk_system **out)

@@ -287,6 +287,19 @@ static void test_add_body(void)
     CHECK_INT(mbk_matter_add_body(m, 5, &good, &plate, &good, mbk_mobilizer_slider()), 6);
     nb = 7;
 
+    /* mbk_matter_add_body_unrealizable: principal moments that break the triangle
+       inequality are accepted (and only by it); an indefinite inertia still is not. */
+    mbk_mass_props broken = mbk_mass_props_from_central(1.0, mbk_vec3_zero(), mbk_mat33_diag(1.0, 1.0, 3.0));
+    mbk_mass_props indefinite = mbk_mass_props_from_central(1.0, mbk_vec3_zero(), mbk_mat33_diag(1.0, 1.0, -1e-6));
+    refused(mbk_matter_add_body(m, 6, &good, &broken, &good, mbk_mobilizer_pin()), MBK_EINVAL, "triangle",
+            "add_body: triangle-breaking inertia", __LINE__);
+    refused(mbk_matter_add_body_unrealizable(m, 6, &good, &indefinite, &good, mbk_mobilizer_pin()), MBK_EINVAL,
+            "positive semidefinite", "add_body_unrealizable: indefinite inertia", __LINE__);
+    refused(mbk_matter_add_body_unrealizable(m, 6, &good, NULL, &good, mbk_mobilizer_pin()), MBK_EINVAL, NULL,
+            "add_body_unrealizable: NULL mass properties", __LINE__);
+    CHECK_INT(mbk_matter_add_body_unrealizable(m, 6, &good, &broken, &good, mbk_mobilizer_pin()), 7);
+    nb = 8;
+
     /* After the topology is realized: MBK_ESTAGE, and nothing changes (the
        topology stays realized and existing States stay valid). */
     CHECK_INT(mbk_system_realize_topology(sys), MBK_OK);
@@ -303,7 +316,7 @@ static void test_add_body(void)
     CHECK_INT(mbk_system_check_state(sys, s), MBK_OK);
     take(&sa, s);
     CHECK(memcmp(&sb, &sa, sizeof sb) == 0);
-    CHECK_INT(mbk_state_get_nu(s), 1 + 6 + 3 + 1);
+    CHECK_INT(mbk_state_get_nu(s), 1 + 6 + 3 + 1 + 1);
 
     /* ... and succeeds after mbk_system_invalidate_topology. */
     mbk_system_invalidate_topology(sys);
@@ -311,7 +324,7 @@ static void test_add_body(void)
     CHECK_INT(mbk_system_realize_topology(sys), MBK_OK);
     CHECK_INT(mbk_system_check_state(sys, s), MBK_ESTALE);
     mbk_state *s2 = state_at(sys, MBK_STAGE_ACCELERATION);
-    CHECK_INT(mbk_state_get_nu(s2), 1 + 6 + 3 + 1 + 1);
+    CHECK_INT(mbk_state_get_nu(s2), 1 + 6 + 3 + 1 + 1 + 1);
     CHECK_INT(mbk_matter_get_num_bodies(m), nb + 1);
     mbk_state_destroy(s);
     mbk_state_destroy(s2);

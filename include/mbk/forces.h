@@ -97,6 +97,11 @@ int mbk_force_add_mobility_constant_force(mbk_forces *f, int body, int u_index, 
 /* One-sided spring-damper limits q_low <= q <= q_high on coordinate q_index (q = u there). */
 int mbk_force_add_mobility_linear_stop(mbk_forces *f, int body, int q_index, double stiffness,
                                        double dissipation, double q_low, double q_high);
+/* Coulomb friction on a body's u_index-th speed, regularized over a small speed vt:
+   tau = -friction tanh(u / vt). Parameters (friction >= 0, N m or N; vt > 0, rad/s or m/s).
+   It keeps the energy it dissipates, friction u tanh(u / vt) >= 0 W, in a z of the State. */
+int mbk_force_add_mobility_coulomb_friction(mbk_forces *f, int body, int u_index, double friction,
+                                            double transition_velocity);
 /* Constant force (in G) applied at a station (in B) of a body. */
 int mbk_force_add_constant_force(mbk_forces *f, int body, mbk_vec3 station, mbk_vec3 force_G);
 /* Constant torque (in G) on a body. */
@@ -111,6 +116,10 @@ int mbk_force_add_linear_bushing(mbk_forces *f, int b1, const mbk_transform *X_B
    dissipation c, static, dynamic and viscous friction, transition velocity). */
 int mbk_force_add_hunt_crossley_sphere(mbk_forces *f, int body, mbk_vec3 center, double radius,
                                        double height, const double params[6]);
+/* Where a Hunt-Crossley element acts: its body, sphere centre (in B), radius and ground
+   height (any pointer may be NULL); MBK_EINVAL for another kind of element. */
+int mbk_force_get_hunt_crossley_sphere(const mbk_forces *f, int force, int *body, mbk_vec3 *center,
+                                       double *radius, double *height);
 
 /* ---- per-State parameters ---- */
 /* Enable or disable an element (Instance stage: invalidates Instance). */
@@ -133,6 +142,9 @@ int mbk_force_set_name(mbk_forces *f, int force, const char *name);
 int mbk_force_find(const mbk_forces *f, const char *name);
 /* This element's potential energy alone (Position; 0 if disabled). */
 int mbk_force_calc_potential_energy(const mbk_forces *f, const mbk_state *s, int force, double *pe);
+/* Energy a dissipating element (Coulomb friction) has turned into heat since the State's z
+   started at 0 (it is a z variable: integrated with the State; Model stage). */
+int mbk_force_get_dissipated_energy(const mbk_forces *f, const mbk_state *s, int force, double *energy);
 
 #ifdef __cplusplus
 }

@@ -54,6 +54,12 @@ double *mbk_multibody_upd_mobility_forces(const mbk_system *sys, const mbk_state
 int mbk_matter_add_body(mbk_matter *m, int parent, const mbk_transform *X_PF,
                         const mbk_mass_props *body, const mbk_transform *X_BM,
                         mbk_mobilizer mobilizer);
+/* As mbk_matter_add_body, but the central inertia need only be symmetric positive semidefinite
+   (to round-off): principal moments that break the triangle inequality, which no rigid body has
+   but which leave the dynamics defined (CAD exports, rounded model files), are accepted. */
+int mbk_matter_add_body_unrealizable(mbk_matter *m, int parent, const mbk_transform *X_PF,
+                                     const mbk_mass_props *body, const mbk_transform *X_BM,
+                                     mbk_mobilizer mobilizer);
 /* Number of bodies, Ground included. */
 int mbk_matter_get_num_bodies(const mbk_matter *m);
 /* Number of mobilities (u) of all bodies; a topology property (needs no State). */

@@ -28,7 +28,13 @@
  * MBK_EPARSE for malformed or unsupported input. The message names
  * the file, the line, the element and what is wrong, e.g.
  *     "arm.urdf:42: <joint name="elbow">: parent link 'uper_arm' does not exist".
- * Nothing is built on failure (*out is NULL). The loader never prints. */
+ * Every problem found is reported at once, in file order (options.error).
+ * Nothing is built on failure (*out is NULL). The loader never prints:
+ * warnings go to options.warning and stay with the System.
+ *
+ * Inertias are judged per rigid body (links joined by fixed joints move as
+ * one): only what leaves the dynamics undefined is refused; a link whose
+ * inertia no rigid body has loads with a warning (docs/urdf.md, "Validation"). */
 #ifndef MBK_URDF_H
 #define MBK_URDF_H
 
@@ -75,10 +81,55 @@ typedef struct mbk_urdf_options {
     size_t max_bytes;
     /* Name used in messages for mbk_urdf_load_string (default "<string>"). */
     const char *source_name;
-    /* Optional: called with a message for each thing that is ignored
-       (friction, a limit on a continuous joint, an <inertial> on "world"). */
+    /* Optional: called once for each warning, in file order, before the load returns
+       (something ignored, a physically odd inertia that still loads, a repair). The
+       warnings are also kept with the System: mbk_urdf_get_warning. */
     void (*warning)(void *user, const char *message);
     void *warning_user;
+    /* Optional: when the load fails, called once for each error, in file order (the
+       loader reports every problem it can find at once; mbk_last_error() holds the first
+       and how many more there are). */
+    void (*error)(void *user, const char *message);
+    void *error_user;
+
+    /* ---- inertias (docs/urdf.md, "Validation") ---- */
+    /* Refuse every link whose inertia no rigid body has (not positive definite with mass,
+       breaking the triangle inequality), as a physical check of the file (default false:
+       such links load with a warning when the rigid body they belong to is usable). */
+    bool strict_inertia;
+    /* Floors for the links of moving bodies (0: off, the default): a lighter link gets
+       min_mass kg (at its centre of mass, or its origin without <inertial>), principal
+       moments below min_inertia kg m^2 are raised to it. Each repair is a warning.
+       MuJoCo calls them boundmass and boundinertia. */
+    double min_mass, min_inertia;
+    /* Replace an inertia that no rigid body has by the nearest one that a rigid body has
+       (same principal axes, principal moments projected onto the triangle inequalities;
+       default false). Each repair is a warning. */
+    bool balance_inertia;
+
+    /* ---- joint friction ---- */
+    /* Turn <dynamics friction> into mbk_force_add_mobility_coulomb_friction elements named
+       "friction:JOINT" on every u of the joint (default false: ignored with a warning). */
+    bool friction_as_elements;
+    /* Their transition velocity, rad/s or m/s (default 0.01). */
+    double friction_transition_velocity;
+
+    /* ---- ground contact ---- */
+    /* Add a ground half-space z <= ground_height and Hunt-Crossley contact (with
+       friction) for the <collision> shapes of every moving link: a sphere as it is, a box
+       by small spheres at its corners and along its edges, a cylinder by small spheres on
+       its two rims; meshes are skipped with a warning (default false: <collision> is
+       ignored). Elements are named "contact:LINK". */
+    bool ground_contact;
+    double ground_height;               /* m (default 0) */
+    double contact_modulus;             /* plane-strain modulus E, Pa (default 1e8) */
+    double contact_dissipation;         /* Hunt-Crossley c, s/m (default 1) */
+    double contact_static_friction;     /* (default 1.0) */
+    double contact_dynamic_friction;    /* (default 0.8) */
+    double contact_viscous_friction;    /* s/m (default 0) */
+    double contact_transition_velocity; /* m/s (default 0.01) */
+    double contact_point_radius;        /* radius of the spheres on box corners, edges and
+                                           cylinder rims, m (default 0.005) */
 } mbk_urdf_options;
 
 /* The defaults described above. */
@@ -107,6 +158,14 @@ const char *mbk_urdf_get_joint_type(const mbk_system *sys, int body);
 const char *mbk_urdf_get_link_name(const mbk_system *sys, int body);
 /* The <robot name> (NULL if sys was not built from URDF). */
 const char *mbk_urdf_get_robot_name(const mbk_system *sys);
+/* The <limit lower upper> of the revolute or prismatic joint that moves a body: 1 and
+   the limits when it has them (lower < upper), 0 when not, negative on error. */
+int mbk_urdf_get_joint_limits(const mbk_system *sys, int body, double *lower, double *upper);
+/* Number of warnings the load gave (0 for a System not built from URDF). */
+int mbk_urdf_get_num_warnings(const mbk_system *sys);
+/* The i-th warning, in file order ("arm.urdf:12: <inertia> in <link name=...>: ...";
+   NULL for a bad index). */
+const char *mbk_urdf_get_warning(const mbk_system *sys, int i);
 
 #ifdef __cplusplus
 }

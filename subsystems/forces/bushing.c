@@ -87,7 +87,7 @@ static int check_bushing(const double *p)
 }
 
 const fe_kind fe_bushing = {"linear bushing", 12, check_bushing,
-                            bushing_force, bushing_energy, "mbk_force_add_linear_bushing"};
+                            bushing_force, bushing_energy, "mbk_force_add_linear_bushing", NULL};
 
 int mbk_force_add_linear_bushing(mbk_forces *f, int b1, const mbk_transform *X_B1F, int b2,
                                  const mbk_transform *X_B2M, const double stiffness[6],

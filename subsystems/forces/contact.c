@@ -76,7 +76,7 @@ static int check_contact(const double *p)
 }
 
 const fe_kind fe_hunt_crossley = {"Hunt-Crossley contact", 6, check_contact,
-                                  contact_force, contact_energy, "mbk_force_add_hunt_crossley_sphere"};
+                                  contact_force, contact_energy, "mbk_force_add_hunt_crossley_sphere", NULL};
 
 int mbk_force_add_hunt_crossley_sphere(mbk_forces *f, int body, mbk_vec3 center, double radius,
                                        double height, const double params[6])
@@ -93,4 +93,21 @@ int mbk_force_add_hunt_crossley_sphere(mbk_forces *f, int body, mbk_vec3 center,
     w.radius = radius;
     w.height = height;
     return fe_add(f, &fe_hunt_crossley, &w, params);
+}
+
+int mbk_force_get_hunt_crossley_sphere(const mbk_forces *f, int force, int *body, mbk_vec3 *center, double *radius,
+                                       double *height)
+{
+    const char *fn = "mbk_force_get_hunt_crossley_sphere";
+    if (!f) return mbk_set_error(MBK_EINVAL, "%s: force subsystem is NULL", fn);
+    if (force < 0 || force >= f->n)
+        return mbk_set_error(MBK_EINVAL, "%s: element %d does not exist; there are %d", fn, force, f->n);
+    const fe_elem *e = &f->elems[force];
+    if (e->kind != &fe_hunt_crossley)
+        return mbk_set_error(MBK_EINVAL, "%s: element %d is not a Hunt-Crossley sphere", fn, force);
+    if (body) *body = e->body[0];
+    if (center) *center = e->station[0];
+    if (radius) *radius = e->radius;
+    if (height) *height = e->height;
+    return MBK_OK;
 }

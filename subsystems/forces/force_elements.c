@@ -102,7 +102,7 @@ static int gravity_energy(const fe_elem *e, const double *p, const mbk_force_ctx
 }
 
 const fe_kind fe_gravity = {"uniform gravity", 4, check_any,
-                            gravity_force, gravity_energy, "mbk_force_add_gravity"};
+                            gravity_force, gravity_energy, "mbk_force_add_gravity", NULL};
 
 int mbk_force_add_gravity(mbk_forces *f, mbk_vec3 g)
 {
@@ -154,12 +154,12 @@ static int tp_constant_force(const fe_elem *e, const double *p, const mbk_force_
 }
 
 const fe_kind fe_tp_spring = {"two-point linear spring", 2, check_first_nonnegative,
-                              tp_spring_force, tp_spring_energy, "mbk_force_add_two_point_linear_spring"};
+                              tp_spring_force, tp_spring_energy, "mbk_force_add_two_point_linear_spring", NULL};
 const fe_kind fe_tp_damper = {"two-point linear damper", 1, check_first_nonnegative,
-                              tp_damper_force, NULL, "mbk_force_add_two_point_linear_damper"};
+                              tp_damper_force, NULL, "mbk_force_add_two_point_linear_damper", NULL};
 /* Like Simbody, constant forces store no potential energy: their work counts as external. */
 const fe_kind fe_tp_constant = {"two-point constant force", 1, check_any,
-                                tp_constant_force, NULL, "mbk_force_add_two_point_constant_force"};
+                                tp_constant_force, NULL, "mbk_force_add_two_point_constant_force", NULL};
 
 /* Where a two-point element acts; checks the bodies. */
 static int two_point_where(mbk_forces *f, fe_elem *w, int b1, mbk_vec3 s1, int b2, mbk_vec3 s2,
@@ -212,6 +212,8 @@ static int mob_u(const fe_elem *e, const mbk_force_ctx *c)
 {
     return mbk_force_ctx_get_matter(c)->bodies[e->body[0]].u0 + e->coord;
 }
+
+int fe_mobility_u(const fe_elem *e, const mbk_force_ctx *c) { return mob_u(e, c); }
 
 static double matter_q(const mbk_force_ctx *c, const mbk_state *s, int i)
 {
@@ -296,17 +298,17 @@ static int check_stop(const double *p)
 }
 
 const fe_kind fe_mob_spring = {"mobility linear spring", 2, check_first_nonnegative,
-                               mob_spring_force, mob_spring_energy, "mbk_force_add_mobility_linear_spring"};
+                               mob_spring_force, mob_spring_energy, "mbk_force_add_mobility_linear_spring", NULL};
 const fe_kind fe_mob_damper = {"mobility linear damper", 1, check_first_nonnegative,
-                               mob_damper_force, NULL, "mbk_force_add_mobility_linear_damper"};
+                               mob_damper_force, NULL, "mbk_force_add_mobility_linear_damper", NULL};
 const fe_kind fe_mob_constant = {"mobility constant force", 1, check_any,
-                                 mob_constant_force, NULL, "mbk_force_add_mobility_constant_force"};
+                                 mob_constant_force, NULL, "mbk_force_add_mobility_constant_force", NULL};
 const fe_kind fe_mob_stop = {"mobility linear stop", 4, check_stop,
-                             mob_stop_force, mob_stop_energy, "mbk_force_add_mobility_linear_stop"};
+                             mob_stop_force, mob_stop_energy, "mbk_force_add_mobility_linear_stop", NULL};
 
 /* Where a mobility element acts. The coordinate is checked against the body's
    mobilizer at Instance stage, when its q count is known. */
-static int mobility_where(mbk_forces *f, fe_elem *w, int body, int coord, const char *fn)
+int fe_mobility_where(mbk_forces *f, fe_elem *w, int body, int coord, const char *fn)
 {
     int rc = fe_check_body(f, body, false, fn);
     if (rc < 0) return rc;
@@ -323,21 +325,21 @@ int mbk_force_add_mobility_linear_spring(mbk_forces *f, int body, int q_index, d
 {
     fe_elem w = {0};
     const double p[2] = {k, q0};
-    int rc = mobility_where(f, &w, body, q_index, "mbk_force_add_mobility_linear_spring");
+    int rc = fe_mobility_where(f, &w, body, q_index, "mbk_force_add_mobility_linear_spring");
     return rc < 0 ? rc : fe_add(f, &fe_mob_spring, &w, p);
 }
 
 int mbk_force_add_mobility_linear_damper(mbk_forces *f, int body, int u_index, double c)
 {
     fe_elem w = {0};
-    int rc = mobility_where(f, &w, body, u_index, "mbk_force_add_mobility_linear_damper");
+    int rc = fe_mobility_where(f, &w, body, u_index, "mbk_force_add_mobility_linear_damper");
     return rc < 0 ? rc : fe_add(f, &fe_mob_damper, &w, &c);
 }
 
 int mbk_force_add_mobility_constant_force(mbk_forces *f, int body, int u_index, double force)
 {
     fe_elem w = {0};
-    int rc = mobility_where(f, &w, body, u_index, "mbk_force_add_mobility_constant_force");
+    int rc = fe_mobility_where(f, &w, body, u_index, "mbk_force_add_mobility_constant_force");
     return rc < 0 ? rc : fe_add(f, &fe_mob_constant, &w, &force);
 }
 
@@ -346,7 +348,7 @@ int mbk_force_add_mobility_linear_stop(mbk_forces *f, int body, int q_index, dou
 {
     fe_elem w = {0};
     const double p[4] = {stiffness, dissipation, q_low, q_high};
-    int rc = mobility_where(f, &w, body, q_index, "mbk_force_add_mobility_linear_stop");
+    int rc = fe_mobility_where(f, &w, body, q_index, "mbk_force_add_mobility_linear_stop");
     return rc < 0 ? rc : fe_add(f, &fe_mob_stop, &w, p);
 }
 
@@ -369,9 +371,9 @@ static int constant_torque_force(const fe_elem *e, const double *p, const mbk_fo
 }
 
 const fe_kind fe_constant_force = {"constant force", 3, check_any,
-                                   constant_force_force, NULL, "mbk_force_add_constant_force"};
+                                   constant_force_force, NULL, "mbk_force_add_constant_force", NULL};
 const fe_kind fe_constant_torque = {"constant torque", 3, check_any,
-                                    constant_torque_force, NULL, "mbk_force_add_constant_torque"};
+                                    constant_torque_force, NULL, "mbk_force_add_constant_torque", NULL};
 
 int mbk_force_add_constant_force(mbk_forces *f, int body, mbk_vec3 station, mbk_vec3 force_G)
 {

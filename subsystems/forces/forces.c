@@ -65,7 +65,7 @@ static fe_elem *append(mbk_forces *f)
     }
     fe_elem *e = &f->elems[f->n];
     memset(e, 0, sizeof *e);
-    e->param_var = e->cache = -1;
+    e->param_var = e->cache = e->z = -1;
     return e;
 }
 
@@ -80,7 +80,7 @@ int fe_add(mbk_forces *f, const fe_kind *kind, const fe_elem *where, const doubl
     *e = *where;
     e->kind = kind;
     e->impl = NULL;
-    e->param_var = e->cache = -1;
+    e->param_var = e->cache = e->z = -1;
     memcpy(e->defaults, params, (size_t)kind->nparams * sizeof(double));
     return f->n++;
 }
@@ -139,6 +139,11 @@ static int fs_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
             mbk_value_type t = mbk_value_array_of_double(e->kind->nparams);
             e->param_var = mbk_state_allocate_discrete(s, k, MBK_STAGE_DYNAMICS, &t, e->defaults);
             if (e->param_var < 0) return e->param_var;
+            if (e->kind->dissipation) {
+                /* the energy it has dissipated, from 0 */
+                e->z = mbk_state_allocate_z(s, k, 1, NULL);
+                if (e->z < 0) return e->z;
+            }
         } else if (e->ops.depends_only_on_positions && e->ops.calc_force) {
             /* forces computed at most once per Position realization */
             mbk_value_type t = mbk_value_bytes((size_t)f->nb * sizeof(mbk_spatial_vec) +
@@ -163,7 +168,7 @@ static int fs_instance(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     for (int i = 0; i < f->n; ++i) {
         const fe_elem *e = &f->elems[i];
         if (e->kind != &fe_mob_spring && e->kind != &fe_mob_damper && e->kind != &fe_mob_constant &&
-            e->kind != &fe_mob_stop)
+            e->kind != &fe_mob_stop && e->kind != &fe_mob_friction)
             continue;
         int nq = mbk_matter_get_body_num_q(m, s, e->body[0]), nu = mbk_matter_get_body_num_u(m, s, e->body[0]);
         bool uses_q = e->kind == &fe_mob_spring || e->kind == &fe_mob_stop;
@@ -287,6 +292,23 @@ static int fs_dynamics(void *impl, const mbk_subsystem_ctx *sc, mbk_state *s)
     return 0;
 }
 
+/* The z of dissipating elements: zdot = the rate of dissipation (0 while disabled). */
+static int fs_acceleration(void *impl, const mbk_subsystem_ctx *sc, mbk_state *s)
+{
+    (void)sc;
+    const mbk_forces *f = impl;
+    double *zdot = NULL;
+    const int *on = enabled_flags(f, s);
+    for (int i = 0; i < f->n; ++i) {
+        const fe_elem *e = &f->elems[i];
+        if (e->z < 0) continue;
+        if (!zdot && !(zdot = mbk_state_upd_subsystem_zdot(s, f->sub))) return mbk_last_status();
+        mbk_force_ctx c = {f, i};
+        zdot[e->z] = on[i] ? e->kind->dissipation(e, params_of(f, e, s), &c, s) : 0.0;
+    }
+    return 0;
+}
+
 /* One element's potential energy, added into *pe. The element gets its own
    accumulator starting at 0.0, so it may set it or add into it. */
 static int element_energy(const mbk_forces *f, int i, const mbk_state *s, double *pe)
@@ -330,6 +352,7 @@ static const mbk_subsystem_ops forces_ops = {
     .realize_model = fs_model,
     .realize_instance = fs_instance,
     .realize_dynamics = fs_dynamics,
+    .realize_acceleration = fs_acceleration,
     .calc_potential_energy = fs_potential,
     .destroy = fs_destroy,
 };
@@ -501,4 +524,22 @@ int mbk_force_calc_potential_energy(const mbk_forces *f, const mbk_state *s, int
         return mbk_set_error(MBK_ESTAGE, "%s: realize to Position first", fn);
     *pe = 0.0;
     return enabled_flags(f, s)[force] ? element_energy(f, force, s, pe) : MBK_OK;
+}
+
+int mbk_force_get_dissipated_energy(const mbk_forces *f, const mbk_state *s, int force, double *energy)
+{
+    const char *fn = "mbk_force_get_dissipated_energy";
+    int rc = need_state(f, s, force, fn);
+    if (rc < 0) return rc;
+    if (!energy) return mbk_set_error(MBK_EINVAL, "%s: energy is NULL", fn);
+    const fe_elem *e = &f->elems[force];
+    if (e->z < 0)
+        return mbk_set_error(MBK_EINVAL, "%s: element %d (%s) does not keep its dissipated energy (friction "
+                             "elements do)", fn, force, e->kind ? e->kind->name : e->ops.name ? e->ops.name : "custom");
+    if (mbk_state_get_stage(s) < MBK_STAGE_MODEL)
+        return mbk_set_error(MBK_ESTAGE, "%s: realize to Model first", fn);
+    const double *z = mbk_state_get_subsystem_z(s, f->sub);
+    if (!z) return mbk_last_status();
+    *energy = z[e->z];
+    return MBK_OK;
 }

@@ -23,6 +23,9 @@ typedef struct fe_kind {
     /* the public function that adds it ("mbk_force_add_two_point_linear_spring"): its
        errors name that function */
     const char *add_fn;
+    /* the rate (W, >= 0) at which the element dissipates energy (Velocity); non-NULL gives the
+       element a z variable of the force subsystem holding the energy dissipated so far */
+    double (*dissipation)(const fe_elem *e, const double *p, const mbk_force_ctx *c, const mbk_state *s);
 } fe_kind;
 
 /* One element: a built-in law or custom ops, and where it acts. */
@@ -38,6 +41,7 @@ struct fe_elem {
     double defaults[FE_MAX_PARAMS];   /* parameters new States start with */
     int param_var;                    /* discrete variable with the parameters (-1: none) */
     int cache;                        /* cached forces of a position-only custom element (-1: none) */
+    int z;                            /* its dissipated energy: z index in the subsystem (-1: none) */
     char name[64];                    /* optional name */
 };
 
@@ -67,12 +71,16 @@ static inline void fe_add_force_at(mbk_spatial_vec *Fb, mbk_vec3 r, mbk_vec3 f)
 /* Built-in laws (force_elements.c, bushing.c, contact.c). */
 extern const fe_kind fe_gravity, fe_tp_spring, fe_tp_damper, fe_tp_constant, fe_mob_spring,
     fe_mob_damper, fe_mob_constant, fe_mob_stop, fe_constant_force, fe_constant_torque,
-    fe_bushing, fe_hunt_crossley;
+    fe_bushing, fe_hunt_crossley, fe_mob_friction;
 
 /* Append an element of a built-in kind with its default parameters (checked). */
 int fe_add(mbk_forces *f, const fe_kind *kind, const fe_elem *where, const double *params);
 /* MBK_OK if body is a body index of the matter subsystem (Ground allowed when ground_ok). */
 int fe_check_body(const mbk_forces *f, int body, bool ground_ok, const char *fn);
+/* Global index of the u an element's coordinate names (body[0], coord); needs matter at Topology. */
+int fe_mobility_u(const fe_elem *e, const mbk_force_ctx *c);
+/* Where a mobility element acts (body, coordinate within its mobilizer), checked. */
+int fe_mobility_where(mbk_forces *f, fe_elem *w, int body, int coord, const char *fn);
 /* MBK_OK if all n values are finite (message names what). */
 int fe_check_finite(const double *v, int n, const char *what);
 

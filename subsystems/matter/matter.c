@@ -80,7 +80,7 @@ static int transform_ok(const mbk_transform *X)
 
 static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF,
                             const mbk_mass_props *body, const mbk_transform *X_BM,
-                            const mbk_mobilizer *mob);
+                            const mbk_mobilizer *mob, bool realizable);
 
 /* The sweeps' packed copy of a body's hot fields. */
 static void set_node(mt_node *n, const mt_body *b)
@@ -106,7 +106,7 @@ static bool is_identity_rotation(const mbk_mat33 *R)
 }
 
 /* Mass properties a body can have, with a message naming what is wrong (MBK_EINVAL). */
-static int check_mass_props(const mbk_mass_props *body, const char *fn)
+static int check_mass_props(const mbk_mass_props *body, bool realizable, const char *fn)
 {
     if (!body) return mbk_set_error(MBK_EINVAL, "%s: the mass properties are NULL", fn);
     const mbk_mat33 *I = &body->inertia;
@@ -128,7 +128,7 @@ static int check_mass_props(const mbk_mass_props *body, const char *fn)
     if (!mbk_mat33_is_psd(*I))
         return mbk_set_error(MBK_EINVAL, "%s: the inertia is not positive semidefinite (a moment or a minor is "
                              "negative beyond round-off); give it about the centre of mass, with moments >= 0", fn);
-    if (!mbk_mass_props_is_valid(*body))
+    if (realizable && !mbk_mass_props_is_valid(*body))
         return mbk_set_error(MBK_EINVAL, "%s: the principal moments of inertia break the triangle inequality "
                              "(one is larger than the sum of the other two): no rigid body has this inertia", fn);
     return MBK_OK;
@@ -145,16 +145,24 @@ int mbk_matter_add_body(mbk_matter *m, int parent, const mbk_transform *X_PF,
                         const mbk_mass_props *body, const mbk_transform *X_BM,
                         mbk_mobilizer mobilizer)
 {
-    int rc = add_body_checked(m, parent, X_PF, body, X_BM, &mobilizer);
+    int rc = add_body_checked(m, parent, X_PF, body, X_BM, &mobilizer, true);
+    return rc < 0 ? refuse_body(&mobilizer, rc) : rc;
+}
+
+int mbk_matter_add_body_unrealizable(mbk_matter *m, int parent, const mbk_transform *X_PF,
+                                     const mbk_mass_props *body, const mbk_transform *X_BM,
+                                     mbk_mobilizer mobilizer)
+{
+    int rc = add_body_checked(m, parent, X_PF, body, X_BM, &mobilizer, false);
     return rc < 0 ? refuse_body(&mobilizer, rc) : rc;
 }
 
 static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF,
                             const mbk_mass_props *body, const mbk_transform *X_BM,
-                            const mbk_mobilizer *mob)
+                            const mbk_mobilizer *mob, bool realizable)
 {
     mbk_mobilizer mobilizer = *mob;
-    const char *fn = "mbk_matter_add_body";
+    const char *fn = realizable ? "mbk_matter_add_body" : "mbk_matter_add_body_unrealizable";
     if (!m) return mbk_set_error(MBK_EINVAL, "%s: matter is NULL", fn);
     if (mbk_system_is_topology_realized(m->sys))
         return mbk_set_error(MBK_ESTAGE, "%s: the System's topology is realized; call "
@@ -165,7 +173,7 @@ static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF
     if (!transform_ok(X_PF) || !transform_ok(X_BM))
         return mbk_set_error(MBK_EINVAL, "%s: X_PF and X_BM must be finite rigid transforms "
                              "(orthonormal R, det +1)", fn);
-    int rc = check_mass_props(body, fn);
+    int rc = check_mass_props(body, realizable, fn);
     if (rc < 0) return rc;
     rc = check_mobilizer(&mobilizer);
     if (rc < 0) return rc;
