@@ -374,6 +374,7 @@ int mbk_integrator_initialize(mbk_integrator *ig, const mbk_state *initial)
     ig->t_init = t;
     ig->h_prev = ig->h_pred = 0;
     ig->loc_target = INFINITY;
+    ig->t_hard_stop = INFINITY;
     ig->loc_count = 0;
     ig->settings_changed = false;
     ig->initialized = true; /* the op may use the services */
@@ -492,6 +493,7 @@ static int drive(mbk_integrator *ig, double t_report, bool one_step, const char 
         if ((rc = ig_query_scheduled(ig, &t_sched)) < 0) return step_failed(ig, rc, fn);
         double t_rep = ig->ev_index >= 0 ? mbk_system_get_next_report_time(ig->sys, t) : INFINITY;
         double t_stop = fmin(fmin(t_report, t_sched), fmin(t_rep, ig->loc_target));
+        ig->t_hard_stop = fmin(t_sched, ig->loc_target);
         if (ig->steps_this_call >= ig->set.max_steps)
             return mbk_set_error(MBK_EINTEGRATOR,
                                  "%s (%s): took %ld steps (the maximum per call) without reaching "

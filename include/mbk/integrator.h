@@ -27,8 +27,11 @@
  *   - after every accepted step the State is projected (mbk_system_project
  *     with the constraint tolerance): quaternions normalized, q then u back on
  *     the constraint manifold;
- *   - steps never pass the report time, scheduled events or reporter times:
- *     they are hit exactly (the last step before one is shortened);
+ *   - the State is at report times, scheduled events and reporter times
+ *     exactly: the RK family shortens the last step before one; CVODE and
+ *     IDA land only on scheduled events (their stop time) and interpolate
+ *     back to report and reporter times with their own interpolant, going
+ *     on from their own step's end without a restart;
  *   - no heap allocation per step after mbk_integrator_initialize (except
  *     when an event handler changes a Model- or Instance-stage variable,
  *     which re-lays out the State);
@@ -174,7 +177,10 @@ typedef struct mbk_integrator_stats {
     long projections;          /* calls of mbk_system_project */
     long events_handled;       /* events whose handlers ran (triggered + scheduled) */
     long realization_failures; /* recoverable failures (realize >0, NaN): step retried smaller */
-    long reinitializations;    /* restarts after handlers changed the State */
+    long reinitializations;    /* restarts of any cause, history dropped: CVODE/IDA every
+                                  CVodeReInit/IDAReInit or solver rebuild after initialize
+                                  (handlers, an undone step, projection drift); RK family
+                                  and custom integrators after handlers changed the State */
     long jacobian_evaluations; /* CVODE/IDA Jacobians */
     long witness_evaluations;  /* extra realizations to locate events */
     long reports;              /* reporter calls (periodic and event reporters) */
