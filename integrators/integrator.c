@@ -41,7 +41,7 @@ mbk_integrator *ig_create(const mbk_system *sys, const mbk_integrator_ops *ops, 
                                         .constraint_tol = 1e-3, .event_tol = 1e-4,
                                         .fixed_step = 0, .initial_step = 0, .min_step = 0,
                                         .max_step = INFINITY, .max_steps = 100000,
-                                        .use_system_jacobian = false, .project_error_estimate = true};
+                                        .use_system_jacobian = true, .project_error_estimate = true};
     ig->cur = mbk_state_create();
     ig->prev = mbk_state_create();
     ig->spare = mbk_state_create();

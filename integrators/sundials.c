@@ -5,8 +5,9 @@
  *
  *   - BDF uses Newton with the dense linear solver, Adams fixed-point
  *     iteration; IDA Newton with the dense solver. Jacobians come from
- *     SUNDIALS' difference quotients, or from mbk_system_calc_ydot_jacobian
- *     when use_system_jacobian is set.
+ *     mbk_system_calc_ydot_jacobian (use_system_jacobian, the default:
+ *     allocation-free), or from SUNDIALS' difference quotients when it is
+ *     off (those allocate a vector wrapper per Jacobian with plain malloc).
  *   - Projection (mbk_system_project): CVODE BDF projects inside the step
  *     (CVodeSetProjFn, so the projected solution feeds the history), to 1%
  *     of the integration tolerance; CVODE supports that only for BDF, so
@@ -145,15 +146,21 @@ static int ida_g(realtype t, N_Vector y, N_Vector yp, realtype *g, void *user)
     return sd_g(user, t, y, g);
 }
 
-/* Row-major d ydot / d y at (t, y) into d->jac, from the scratch State. */
+/* Row-major d ydot / d y at (t, y) into d->jac, on the scratch State. Allocation-free.
+   SUNDIALS asks for it right after evaluating f at the same point on that State, whose
+   realization is then reused. */
 static int sd_calc_jac(sd_impl *d, realtype t, N_Vector y)
 {
     mbk_state *s = d->ig->scratch;
+    const double *yv = N_VGetArrayPointer(y);
     int rc;
-    if ((rc = mbk_state_set_time(s, t)) < 0 || (rc = mbk_state_set_y(s, N_VGetArrayPointer(y), d->ny)) < 0 ||
-        (rc = mbk_system_calc_ydot_jacobian(d->ig->sys, s, d->jac)) < 0)
+    bool same = mbk_state_get_time(s) == t && memcmp(mbk_state_get_y(s), yv, (size_t)d->ny * sizeof(double)) == 0;
+    if (!same && ((rc = mbk_state_set_time(s, t)) < 0 || (rc = mbk_state_set_y(s, yv, d->ny)) < 0))
         return cb_fail(d, rc);
-    d->ig->stats.rhs_evaluations += d->ny + 1;
+    bool base = mbk_state_get_stage(s) < MBK_STAGE_ACCELERATION;
+    if ((rc = mbk_system_calc_ydot_jacobian(d->ig->sys, s, d->jac)) < 0) return cb_fail(d, rc);
+    /* a realization per column, one back at the base point, and the base point's own */
+    d->ig->stats.rhs_evaluations += d->ny + 1 + (base ? 1 : 0);
     return 0;
 }
 

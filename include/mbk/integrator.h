@@ -91,8 +91,9 @@ const char *mbk_integrator_get_name(const mbk_integrator *ig);
    Defaults: accuracy 1e-3 (rel_tol = abs_tol = 1e-3), constraint tolerance =
    accuracy, event tolerance = 0.1 s x accuracy, no fixed step, automatic
    initial step, minimum step 0 (only round-off limits it), no maximum step,
-   100000 steps per step_to call, difference-quotient Jacobian, error estimate
-   projected onto the constraint manifold. */
+   100000 steps per step_to call, CVODE/IDA Jacobians from
+   mbk_system_calc_ydot_jacobian, error estimate projected onto the constraint
+   manifold. */
 typedef struct mbk_integrator_settings {
     double accuracy;       /* last value given to set_accuracy (or rel_tol) */
     double rel_tol;        /* relative tolerance of the local error */
@@ -104,7 +105,8 @@ typedef struct mbk_integrator_settings {
     double min_step;       /* smallest step before failing (0: round-off only) */
     double max_step;       /* largest step (INFINITY: none) */
     long max_steps;        /* steps one step_to call may take before failing */
-    bool use_system_jacobian; /* CVODE/IDA: Jacobian from mbk_system_calc_ydot_jacobian */
+    bool use_system_jacobian; /* CVODE BDF/IDA: Jacobian from mbk_system_calc_ydot_jacobian
+                                 (default); false: SUNDIALS' difference quotients */
     bool project_error_estimate; /* RK family: error estimate projected before the error test */
 } mbk_integrator_settings;
 
@@ -130,8 +132,9 @@ int mbk_integrator_set_min_step(mbk_integrator *ig, double h);
 int mbk_integrator_set_max_step(mbk_integrator *ig, double h);
 /* Most steps one mbk_integrator_step_to call may take (> 0). */
 int mbk_integrator_set_max_steps(mbk_integrator *ig, long n);
-/* CVODE/IDA: use mbk_system_calc_ydot_jacobian instead of SUNDIALS' own
-   difference quotients (ignored by the RK family). */
+/* CVODE BDF and IDA: Jacobians from mbk_system_calc_ydot_jacobian (on, the default:
+   allocation-free) or, off, from SUNDIALS' own difference quotients (which allocate a
+   vector wrapper with plain malloc at every Jacobian). Ignored by Adams and the RK family. */
 int mbk_integrator_set_use_system_jacobian(mbk_integrator *ig, bool on);
 /* RK family (default on): before the error test, remove from the local error estimate its
    components normal to the constraint manifold (mbk_system_project_error_estimate), as
@@ -261,8 +264,9 @@ int mbk_system_calc_dae_residual(const mbk_system *sys, mbk_state *s, double t,
                                  const double *y, const double *yp, double *r);
 /* Jacobian of ydot at the State's own t and y (realized as needed), row-major:
    J[i*ny + j] = d ydot_i / d y_j, by forward differences with steps
-   sqrt(eps) * max(|y_j|, 1). J has ny*ny entries. Allocation-free; the State
-   is left at Acceleration at its original y. */
+   sqrt(eps) * max(|y_j|, 1), one y_j at a time (a u or z column realizes again
+   only from Velocity or Dynamics). J has ny*ny entries. Allocation-free; the
+   State is left at Acceleration at its original y. */
 int mbk_system_calc_ydot_jacobian(const mbk_system *sys, mbk_state *s, double *J);
 
 #ifdef __cplusplus
