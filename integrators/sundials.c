@@ -101,15 +101,23 @@ static bool recoverable(int rc)
 
 /* Remember a callback's failure; SUNDIALS gets 1 (recoverable) or -1. A fatal
    status is kept even if later callbacks of the step fail recoverably, so that
-   sd_step can refuse the step whatever the solver made of the -1. */
-static int cb_fail(sd_impl *d, int rc)
+   sd_step can refuse the step whatever the solver made of the -1. A recoverable
+   one is counted in realization_failures unless `counted` says the callee did
+   (mbk_integrator_calc_ydot counts its own MBK_ERETRY and MBK_ENOTFINITE). */
+static int cb_fail_counted(sd_impl *d, int rc, bool counted)
 {
+    if (recoverable(rc) && !counted) d->ig->stats.realization_failures++;
     if (d->cb_status == 0 || recoverable(d->cb_status)) {
         d->cb_status = rc;
         snprintf(d->cb_msg, sizeof d->cb_msg, "%s", mbk_last_error());
     }
     return recoverable(rc) ? 1 : -1;
 }
+
+static int cb_fail(sd_impl *d, int rc) { return cb_fail_counted(d, rc, false); }
+
+/* A failure of mbk_integrator_calc_ydot, which counted its own recoverable ones. */
+static int ydot_fail(sd_impl *d, int rc) { return cb_fail_counted(d, rc, rc == MBK_ERETRY || rc == MBK_ENOTFINITE); }
 
 /* True when a callback failed fatally during the last solver call. */
 static bool fatal_callback(const sd_impl *d) { return d->cb_status != 0 && !recoverable(d->cb_status); }
@@ -118,7 +126,7 @@ static int cv_rhs(realtype t, N_Vector y, N_Vector ydot, void *user)
 {
     sd_impl *d = user;
     int rc = mbk_integrator_calc_ydot(d->ig, t, N_VGetArrayPointer(y), N_VGetArrayPointer(ydot));
-    return rc == MBK_OK ? 0 : cb_fail(d, rc);
+    return rc == MBK_OK ? 0 : ydot_fail(d, rc);
 }
 
 static int ida_res(realtype t, N_Vector y, N_Vector yp, N_Vector r, void *user)
@@ -127,7 +135,7 @@ static int ida_res(realtype t, N_Vector y, N_Vector yp, N_Vector r, void *user)
     double *rr = N_VGetArrayPointer(r);
     const double *ypd = N_VGetArrayPointer(yp);
     int rc = mbk_integrator_calc_ydot(d->ig, t, N_VGetArrayPointer(y), rr);
-    if (rc != MBK_OK) return cb_fail(d, rc);
+    if (rc != MBK_OK) return ydot_fail(d, rc);
     for (int i = 0; i < d->ny; ++i) rr[i] = ypd[i] - rr[i];
     return 0;
 }
@@ -135,7 +143,8 @@ static int ida_res(realtype t, N_Vector y, N_Vector yp, N_Vector r, void *user)
 static int sd_g(sd_impl *d, realtype t, N_Vector y, realtype *g)
 {
     int rc = ig_calc_roots(d->ig, t, N_VGetArrayPointer(y), g);
-    return rc == MBK_OK ? 0 : (cb_fail(d, rc), -1);
+    /* SUNDIALS' root functions cannot fail recoverably: any failure ends the step */
+    return rc == MBK_OK ? 0 : (cb_fail_counted(d, rc, true), -1);
 }
 
 static int cv_g(realtype t, N_Vector y, realtype *g, void *user) { return sd_g(user, t, y, g); }

@@ -179,7 +179,8 @@ typedef struct mbk_integrator_stats {
     long convergence_failures; /* CVODE/IDA nonlinear-solver failures */
     long projections;          /* calls of mbk_system_project */
     long events_handled;       /* events whose handlers ran (triggered + scheduled) */
-    long realization_failures; /* recoverable failures (realize >0, NaN): step retried smaller */
+    long realization_failures; /* recoverable failures (realize >0, NaN; CVODE/IDA also
+                                  MBK_ESINGULAR, MBK_ECONVERGE): step retried smaller */
     long reinitializations;    /* restarts of any cause, history dropped: CVODE/IDA every
                                   CVodeReInit/IDAReInit or solver rebuild after initialize
                                   (handlers, an undone step, projection drift); RK family
