@@ -41,7 +41,7 @@ mbk_integrator *ig_create(const mbk_system *sys, const mbk_integrator_ops *ops, 
                                         .constraint_tol = 1e-3, .event_tol = 1e-4,
                                         .fixed_step = 0, .initial_step = 0, .min_step = 0,
                                         .max_step = INFINITY, .max_steps = 100000,
-                                        .use_system_jacobian = false, .project_error_estimate = true};
+                                        .use_system_jacobian = true, .project_error_estimate = true};
     ig->cur = mbk_state_create();
     ig->prev = mbk_state_create();
     ig->spare = mbk_state_create();
@@ -374,6 +374,7 @@ int mbk_integrator_initialize(mbk_integrator *ig, const mbk_state *initial)
     ig->t_init = t;
     ig->h_prev = ig->h_pred = 0;
     ig->loc_target = INFINITY;
+    ig->t_hard_stop = INFINITY;
     ig->loc_count = 0;
     ig->settings_changed = false;
     ig->initialized = true; /* the op may use the services */
@@ -495,6 +496,7 @@ static int drive(mbk_integrator *ig, double t_report, bool one_step, const char 
         if ((rc = ig_query_scheduled(ig, &t_sched)) < 0) return step_failed(ig, rc, fn);
         double t_rep = ig->ev_index >= 0 ? mbk_system_get_next_report_time(ig->sys, t) : INFINITY;
         double t_stop = fmin(fmin(t_report, t_sched), fmin(t_rep, ig->loc_target));
+        ig->t_hard_stop = fmin(t_sched, ig->loc_target);
         if (ig->steps_this_call >= ig->set.max_steps)
             return mbk_set_error(MBK_EINTEGRATOR,
                                  "%s (%s): took %ld steps (the maximum per call) without reaching "

@@ -202,7 +202,8 @@ static int after_change(mbk_integrator *ig, mbk_stage lowest)
     if ((rc = ig_realize_full(ig, ig->cur)) < 0) return rc;
     if ((rc = ig_resync(ig)) < 0) return rc;
     if (lowest <= MBK_STAGE_ACCELERATION) {
-        ig->stats.reinitializations++;
+        /* in-place integrators (CVODE, IDA) count their own restarts, when they happen */
+        if (!(ig->flags & IG_IN_PLACE)) ig->stats.reinitializations++;
         if (ig->ops.reinitialize) {
             mbk_clear_error();
             rc = ig->ops.reinitialize(ig->impl, ig, lowest);

@@ -64,6 +64,12 @@ struct mbk_integrator {
     ig_pending pending;
     int last_handled;               /* events given to handlers at the last stop */
 
+    /* The stop of the current step where the State may change (the next scheduled event, or
+       the localization target): a step never passes it and lands on it exactly. The step's
+       t_stop may come earlier, at a report time or reporter time, where the State is only
+       read: an in-place integrator may step past those and interpolate back (INFINITY: none). */
+    double t_hard_stop;
+
     /* localization */
     double loc_target;
     int loc_count;

@@ -5,15 +5,23 @@
  *
  *   - BDF uses Newton with the dense linear solver, Adams fixed-point
  *     iteration; IDA Newton with the dense solver. Jacobians come from
- *     SUNDIALS' difference quotients, or from mbk_system_calc_ydot_jacobian
- *     when use_system_jacobian is set.
+ *     mbk_system_calc_ydot_jacobian (use_system_jacobian, the default:
+ *     allocation-free), or from SUNDIALS' difference quotients when it is
+ *     off (those allocate a vector wrapper per Jacobian with plain malloc).
  *   - Projection (mbk_system_project): CVODE BDF projects inside the step
- *     (CVodeSetProjFn, so the projected solution feeds the history); CVODE
- *     supports that only for BDF, so Adams and IDA project the State after
- *     each step and restart when the projection moved y by more than the
- *     error test allows (weighted RMS norm > 1).
- *   - Steps run in CV_ONE_STEP / IDA_ONE_STEP mode with the driver's stop
- *     time, so report times, scheduled events and reporters are hit exactly.
+ *     (CVodeSetProjFn, so the projected solution feeds the history), to 1%
+ *     of the integration tolerance; CVODE supports that only for BDF, so
+ *     Adams and IDA keep their own solution, as SUNDIALS alone would, and
+ *     project the State they return; they restart from it only when the
+ *     projection moved y by a weighted RMS norm above 1/sqrt(tol)
+ *     (docs/integrators.md section 6).
+ *   - Steps run in CV_ONE_STEP / IDA_ONE_STEP mode. Only the driver's hard
+ *     stop (scheduled events) is a SUNDIALS stop time; report and reporter
+ *     times are interpolated back to from the step that passed them, and
+ *     the solver goes on from its own step's end: no restart, no shortened
+ *     step (docs/integrators.md section 3).
+ *   - Every restart (CVodeReInit/IDAReInit, or a new solver after a layout
+ *     change) is counted in the statistics' reinitializations.
  *   - A System with no continuous variables (ny = 0; SUNDIALS cannot take
  *     empty vectors) gets no solver: each step goes straight to the driver's
  *     stop time (or max_step), and witnesses, which can then depend only on
@@ -56,6 +64,12 @@ typedef struct sd_impl {
     double *jac, *ybuf;
     double *g;                 /* ny = 0: witness values at three times (3 nroots) */
     bool need_reinit, use_jac;
+    double t_ret;              /* time of the solver's last return: the State's time, or later
+                                  when the State was interpolated back from it */
+    bool root_pending;         /* that return was at roots the driver has not been given yet */
+    bool tstop_set;            /* a stop time may be active in the solver */
+    double restart_norm;       /* projection drift (weighted RMS norm) that restarts the solver */
+    double proj_tol;           /* CVODE BDF: constraint tolerance of the projection in the step */
     bool restored_step;        /* loaded from a checkpoint: the first step tries restored_h */
     double restored_h;
     long nst, netf, ncfn, nje; /* SUNDIALS counters at the last look */
@@ -89,15 +103,23 @@ static bool recoverable(int rc)
 
 /* Remember a callback's failure; SUNDIALS gets 1 (recoverable) or -1. A fatal
    status is kept even if later callbacks of the step fail recoverably, so that
-   sd_step can refuse the step whatever the solver made of the -1. */
-static int cb_fail(sd_impl *d, int rc)
+   sd_step can refuse the step whatever the solver made of the -1. A recoverable
+   one is counted in realization_failures unless `counted` says the callee did
+   (mbk_integrator_calc_ydot counts its own MBK_ERETRY and MBK_ENOTFINITE). */
+static int cb_fail_counted(sd_impl *d, int rc, bool counted)
 {
+    if (recoverable(rc) && !counted) d->ig->stats.realization_failures++;
     if (d->cb_status == 0 || recoverable(d->cb_status)) {
         d->cb_status = rc;
         snprintf(d->cb_msg, sizeof d->cb_msg, "%s", mbk_last_error());
     }
     return recoverable(rc) ? 1 : -1;
 }
+
+static int cb_fail(sd_impl *d, int rc) { return cb_fail_counted(d, rc, false); }
+
+/* A failure of mbk_integrator_calc_ydot, which counted its own recoverable ones. */
+static int ydot_fail(sd_impl *d, int rc) { return cb_fail_counted(d, rc, rc == MBK_ERETRY || rc == MBK_ENOTFINITE); }
 
 /* True when a callback failed fatally during the last solver call. */
 static bool fatal_callback(const sd_impl *d) { return d->cb_status != 0 && !recoverable(d->cb_status); }
@@ -106,7 +128,7 @@ static int cv_rhs(realtype t, N_Vector y, N_Vector ydot, void *user)
 {
     sd_impl *d = user;
     int rc = mbk_integrator_calc_ydot(d->ig, t, N_VGetArrayPointer(y), N_VGetArrayPointer(ydot));
-    return rc == MBK_OK ? 0 : cb_fail(d, rc);
+    return rc == MBK_OK ? 0 : ydot_fail(d, rc);
 }
 
 static int ida_res(realtype t, N_Vector y, N_Vector yp, N_Vector r, void *user)
@@ -115,7 +137,7 @@ static int ida_res(realtype t, N_Vector y, N_Vector yp, N_Vector r, void *user)
     double *rr = N_VGetArrayPointer(r);
     const double *ypd = N_VGetArrayPointer(yp);
     int rc = mbk_integrator_calc_ydot(d->ig, t, N_VGetArrayPointer(y), rr);
-    if (rc != MBK_OK) return cb_fail(d, rc);
+    if (rc != MBK_OK) return ydot_fail(d, rc);
     for (int i = 0; i < d->ny; ++i) rr[i] = ypd[i] - rr[i];
     return 0;
 }
@@ -123,7 +145,8 @@ static int ida_res(realtype t, N_Vector y, N_Vector yp, N_Vector r, void *user)
 static int sd_g(sd_impl *d, realtype t, N_Vector y, realtype *g)
 {
     int rc = ig_calc_roots(d->ig, t, N_VGetArrayPointer(y), g);
-    return rc == MBK_OK ? 0 : (cb_fail(d, rc), -1);
+    /* SUNDIALS' root functions cannot fail recoverably: any failure ends the step */
+    return rc == MBK_OK ? 0 : (cb_fail_counted(d, rc, true), -1);
 }
 
 static int cv_g(realtype t, N_Vector y, realtype *g, void *user) { return sd_g(user, t, y, g); }
@@ -134,15 +157,21 @@ static int ida_g(realtype t, N_Vector y, N_Vector yp, realtype *g, void *user)
     return sd_g(user, t, y, g);
 }
 
-/* Row-major d ydot / d y at (t, y) into d->jac, from the scratch State. */
+/* Row-major d ydot / d y at (t, y) into d->jac, on the scratch State. Allocation-free.
+   SUNDIALS asks for it right after evaluating f at the same point on that State, whose
+   realization is then reused. */
 static int sd_calc_jac(sd_impl *d, realtype t, N_Vector y)
 {
     mbk_state *s = d->ig->scratch;
+    const double *yv = N_VGetArrayPointer(y);
     int rc;
-    if ((rc = mbk_state_set_time(s, t)) < 0 || (rc = mbk_state_set_y(s, N_VGetArrayPointer(y), d->ny)) < 0 ||
-        (rc = mbk_system_calc_ydot_jacobian(d->ig->sys, s, d->jac)) < 0)
+    bool same = mbk_state_get_time(s) == t && memcmp(mbk_state_get_y(s), yv, (size_t)d->ny * sizeof(double)) == 0;
+    if (!same && ((rc = mbk_state_set_time(s, t)) < 0 || (rc = mbk_state_set_y(s, yv, d->ny)) < 0))
         return cb_fail(d, rc);
-    d->ig->stats.rhs_evaluations += d->ny + 1;
+    bool base = mbk_state_get_stage(s) < MBK_STAGE_ACCELERATION;
+    if ((rc = mbk_system_calc_ydot_jacobian(d->ig->sys, s, d->jac)) < 0) return cb_fail(d, rc);
+    /* a realization per column, one back at the base point, and the base point's own */
+    d->ig->stats.rhs_evaluations += d->ny + 1 + (base ? 1 : 0);
     return 0;
 }
 
@@ -181,7 +210,13 @@ static int cv_proj(realtype t, N_Vector ycur, N_Vector corr, realtype eps, N_Vec
     int rc;
     if ((rc = mbk_state_set_time(s, t)) < 0 || (rc = mbk_state_set_y(s, y, d->ny)) < 0) return cb_fail(d, rc);
     ig->stats.projections++;
-    rc = mbk_system_project(ig->sys, s, ig->set.constraint_tol);
+    /* Projected well inside the integration tolerance (d->proj_tol), so that what the
+       projection leaves is no noise in the history; the constraint tolerance if that fails. */
+    rc = mbk_system_project(ig->sys, s, d->proj_tol);
+    if (rc == MBK_ECONVERGE && d->proj_tol < ig->set.constraint_tol) {
+        ig->stats.projections++;
+        rc = mbk_system_project(ig->sys, s, ig->set.constraint_tol);
+    }
     if (rc < 0) return cb_fail(d, rc == MBK_ECONVERGE ? MBK_ERETRY : rc);
     const double *yp = mbk_state_get_y(s);
     for (int i = 0; i < d->ny; ++i) {
@@ -259,6 +294,14 @@ static int sd_apply_settings(sd_impl *d)
     const mbk_integrator_settings *set = &d->ig->set;
     double t0 = mbk_state_get_time(d->ig->cur);
     bool ida = d->kind == SD_IDA;
+    /* Restart when the output's projection moved y by more than 1/sqrt(tol) in the error
+       test's norm: the projection removes a drift normal to the constraint manifold to first
+       order, and what it leaves, about |drift|^2 / L for a model of size L, stays within the
+       tolerance (docs/integrators.md, section 3). */
+    double tol_hi = fmax(set->rel_tol, set->abs_tol);
+    double tol_lo = set->rel_tol > 0 && set->abs_tol > 0 ? fmin(set->rel_tol, set->abs_tol) : tol_hi;
+    d->restart_norm = 1.0 / sqrt(tol_hi);
+    d->proj_tol = fmin(set->constraint_tol, fmax(0.01 * tol_lo, 1e3 * DBL_EPSILON));
     if (!d->mem) return MBK_OK; /* ny = 0: no solver; the empty step reads the settings */
     double maxh = isfinite(set->max_step) ? set->max_step : 0.0;
     if (ida) {
@@ -292,6 +335,9 @@ static int sd_setup(void *impl, mbk_integrator *ig)
     d->nst = d->netf = d->ncfn = d->nje = 0;
     d->need_reinit = false;
     d->restored_step = false;
+    d->t_ret = t0;
+    d->root_pending = false;
+    d->tstop_set = false;
     d->sd_msg[0] = d->cb_msg[0] = '\0';
     d->cb_status = 0;
     size_t nr = d->nroots > 0 ? (size_t)d->nroots : 1;
@@ -357,7 +403,8 @@ static int sd_setup(void *impl, mbk_integrator *ig)
     return sd_apply_settings(d);
 }
 
-/* Restart at the current State (history dropped, as after a discontinuity). */
+/* Restart at the current State (history dropped, as after a discontinuity); counted in
+   the statistics' reinitializations, whatever asked for it. */
 static int sd_restart(sd_impl *d)
 {
     mbk_state *s = ig_upd_cur(d->ig);
@@ -371,6 +418,9 @@ static int sd_restart(sd_impl *d)
     }
     d->nst = d->netf = d->ncfn = d->nje = 0;
     d->need_reinit = false;
+    d->t_ret = t0;
+    d->root_pending = false;
+    d->ig->stats.reinitializations++;
     return MBK_OK;
 }
 
@@ -378,7 +428,10 @@ static int sd_reinit(void *impl, mbk_integrator *ig, mbk_stage lowest)
 {
     sd_impl *d = impl;
     if (lowest == MBK_STAGE_INFINITY) return sd_apply_settings(d);
-    if (lowest <= MBK_STAGE_INSTANCE || ig->ny != d->ny || ig_num_roots(ig) != d->nroots) return sd_setup(d, ig);
+    if (lowest <= MBK_STAGE_INSTANCE || ig->ny != d->ny || ig_num_roots(ig) != d->nroots) {
+        ig->stats.reinitializations++; /* a new solver for the new layout: a restart too */
+        return sd_setup(d, ig);
+    }
     d->need_reinit = true;
     return MBK_OK;
 }
@@ -488,82 +541,100 @@ static void sd_end_restored_step(sd_impl *d)
     else CVodeSetInitStep(d->mem, h0);
 }
 
+/* The solver's solution at t (within its last step) into the State's y. */
+static int sd_interpolate(sd_impl *d, double t)
+{
+    int flag = d->kind == SD_IDA ? IDAGetDky(d->mem, t, 0, d->y) : CVodeGetDky(d->mem, t, 0, d->y);
+    return flag < 0 ? sd_fail(d, flag, "interpolating", t) : MBK_OK;
+}
+
+/* One solver step from t0 (SUNDIALS' one-step mode) into the State's y: never past the
+   driver's hard stop, which it lands on exactly; report times and reporter times do not
+   bound it (sd_step interpolates back to them). *root: the step ended at roots. */
+static int sd_advance(sd_impl *d, double t0, double t_stop, double *tret, bool *root)
+{
+    const bool ida = d->kind == SD_IDA;
+    const double t_hard = d->ig->t_hard_stop;
+    if (isfinite(t_hard) || d->tstop_set) {
+        /* SUNDIALS 6 has no way to clear a stop time: one no longer wanted is moved out of reach */
+        double ts = isfinite(t_hard) ? t_hard : DBL_MAX;
+        SD_TRY(ida ? IDASetStopTime(d->mem, ts) : CVodeSetStopTime(d->mem, ts), "setting the stop time");
+        d->tstop_set = isfinite(t_hard);
+    }
+    int flag = ida ? IDASolve(d->mem, t_stop, tret, d->y, d->yp, IDA_ONE_STEP)
+                   : CVode(d->mem, t_stop, d->y, tret, CV_ONE_STEP);
+    sd_stats(d);
+    if (flag >= 0) sd_end_restored_step(d);
+    /* CVODE's fixed-point solver (Adams) can treat a callback's -1 as a failed iteration and
+       go on with a smaller step: a fatal status ends the run here. */
+    if (flag >= 0 && fatal_callback(d)) flag = ida ? IDA_RES_FAIL : CV_RHSFUNC_FAIL;
+    if (flag < 0) return sd_fail(d, flag, "step", *tret);
+    *root = flag == (ida ? IDA_ROOT_RETURN : CV_ROOT_RETURN);
+    if (*root) {
+        if (ida) IDAGetRootInfo(d->mem, d->roots);
+        else CVodeGetRootInfo(d->mem, d->roots);
+    }
+    if (!(*tret > t0)) {
+        /* the step size fell below round-off (e.g. every step past here fails) */
+        snprintf(d->sd_msg, sizeof d->sd_msg, "its step size fell below round-off at t = %.17g", *tret);
+        return sd_fail(d, CV_ERR_FAILURE, "could not advance:", *tret);
+    }
+    return MBK_OK;
+}
+
+/* Advance the State to t1 <= t_stop. The solver steps as it would on its own, and the State
+   is interpolated back to t_stop when a step passed it (a report or reporter time); the
+   solver then goes on from its own step's end, with its history, and no restart. */
 static int sd_step(void *impl, mbk_integrator *ig, double t_stop)
 {
     sd_impl *d = impl;
     if (d->ny == 0) return sd_step_empty(d, ig, t_stop);
     mbk_state *s = ig_upd_cur(ig);
-    double t0 = mbk_state_get_time(s);
+    double t0 = mbk_state_get_time(s), t1;
     int rc;
     if (d->need_reinit && (rc = sd_restart(d)) < 0) return rc;
     N_VSetArrayPointer((double *)mbk_state_get_y(s), d->y);
     d->cb_status = 0;
     d->sd_msg[0] = d->cb_msg[0] = '\0';
-    bool ida = d->kind == SD_IDA;
-    double tn = t0, tret = t0;
-    if (ida) IDAGetCurrentTime(d->mem, &tn);
-    else CVodeGetCurrentTime(d->mem, &tn);
-    int flag;
-    if (t_stop - t0 <= 8 * DBL_EPSILON * fmax(1.0, fabs(t_stop))) {
+    if (d->t_ret > t0) {
+        /* The solver's last step ended at t_ret, past the State: interpolate again, or give
+           that step's end and the roots it stopped at. */
+        t1 = fmin(t_stop, d->t_ret);
+        if ((rc = sd_interpolate(d, t1)) < 0) return rc;
+        if (t1 == d->t_ret && d->root_pending) {
+            d->root_pending = false;
+            ig_report_roots(ig, d->roots);
+        }
+    } else if (t_stop - t0 <= 8 * DBL_EPSILON * fmax(1.0, fabs(t_stop))) {
         /* A stop a few ulps away (e.g. 7 * 0.1 after 0.7): too close for SUNDIALS to step;
            y does not change at this scale. Move the time and restart from there. */
-        flag = 0;
-        tret = t_stop;
+        t1 = t_stop;
         d->need_reinit = true;
-    } else if (t_stop < tn) {
-        /* The solver is already past t_stop (it returned at a root before its last step's
-           end): interpolate there and restart from it. */
-        flag = ida ? IDAGetDky(d->mem, t_stop, 0, d->y) : CVodeGetDky(d->mem, t_stop, 0, d->y);
-        if (flag < 0) return sd_fail(d, flag, "interpolating", t0);
-        tret = t_stop;
-        d->need_reinit = true;
-    } else if (ida) {
-        SD_TRY(IDASetStopTime(d->mem, t_stop), "setting the stop time");
-        flag = IDASolve(d->mem, t_stop, &tret, d->y, d->yp, IDA_ONE_STEP);
-        sd_stats(d);
-        if (flag >= 0) sd_end_restored_step(d);
-        if (flag >= 0 && fatal_callback(d)) flag = IDA_RES_FAIL;
-        if (flag < 0) return sd_fail(d, flag, "step", tret);
-        if (flag == IDA_TSTOP_RETURN) tret = t_stop;
-        if (flag == IDA_ROOT_RETURN) {
-            IDAGetRootInfo(d->mem, d->roots);
-            ig_report_roots(ig, d->roots);
-        }
     } else {
-        SD_TRY(CVodeSetStopTime(d->mem, t_stop), "setting the stop time");
-        flag = CVode(d->mem, t_stop, d->y, &tret, CV_ONE_STEP);
-        sd_stats(d);
-        if (flag >= 0) sd_end_restored_step(d);
-        /* CVODE's fixed-point solver (Adams) can treat a callback's -1 as a failed
-           iteration and go on with a smaller step: a fatal status ends the run here. */
-        if (flag >= 0 && fatal_callback(d)) flag = CV_RHSFUNC_FAIL;
-        if (flag < 0) return sd_fail(d, flag, "step", tret);
-        if (flag == CV_TSTOP_RETURN) tret = t_stop;
-        if (flag == CV_ROOT_RETURN) {
-            CVodeGetRootInfo(d->mem, d->roots);
-            ig_report_roots(ig, d->roots);
-        }
-    }
-    if (!(tret > t0)) {
-        /* the step size fell below round-off (e.g. every step past here fails) */
-        snprintf(d->sd_msg, sizeof d->sd_msg, "its step size fell below round-off at t = %.17g", tret);
-        return sd_fail(d, CV_ERR_FAILURE, "could not advance:", tret);
+        double tret = t0;
+        bool root = false;
+        if ((rc = sd_advance(d, t0, t_stop, &tret, &root)) < 0) return rc;
+        d->t_ret = tret;
+        t1 = fmin(t_stop, tret);
+        if (t1 < tret && (rc = sd_interpolate(d, t1)) < 0) return rc;
+        d->root_pending = root && t1 < tret;
+        if (root && t1 == tret) ig_report_roots(ig, d->roots);
     }
     /* The solver wrote y into the State's memory: invalidate, project, realize. */
     if (!mbk_state_upd_y(s)) return mbk_last_status();
-    if ((rc = mbk_state_set_time(s, tret)) < 0) return rc;
-    if (d->kind != SD_BDF) {
-        memcpy(d->ybuf, mbk_state_get_y(s), (size_t)d->ny * sizeof(double));
-        ig->stats.projections++;
-        if ((rc = mbk_system_project(ig->sys, s, ig->set.constraint_tol)) < 0) return rc;
-        /* The solver keeps its unprojected solution; restart it from the projected one
-           once the two differ by more than the error test allows. */
-        const double *y = mbk_state_get_y(s);
-        double *delta = d->ybuf + d->ny;
-        for (int i = 0; i < d->ny; ++i) delta[i] = y[i] - d->ybuf[i];
-        if (mbk_integrator_calc_error_norm(ig, delta, d->ybuf, y) > 1.0) d->need_reinit = true;
-    }
-    return ig_finish_in_place(ig, tret);
+    if ((rc = mbk_state_set_time(s, t1)) < 0) return rc;
+    memcpy(d->ybuf, mbk_state_get_y(s), (size_t)d->ny * sizeof(double));
+    ig->stats.projections++;
+    if ((rc = mbk_system_project(ig->sys, s, ig->set.constraint_tol)) < 0) return rc;
+    /* The solver keeps its own solution (CVODE BDF projects it inside its steps, so only
+       interpolated points move here; Adams and IDA drift off the constraint manifold as
+       they would on their own): restart it from the projected one once the two differ by
+       more than restart_norm. */
+    const double *y = mbk_state_get_y(s);
+    double *delta = d->ybuf + d->ny;
+    for (int i = 0; i < d->ny; ++i) delta[i] = y[i] - d->ybuf[i];
+    if (mbk_integrator_calc_error_norm(ig, delta, d->ybuf, y) > d->restart_norm) d->need_reinit = true;
+    return ig_finish_in_place(ig, t1);
 }
 
 /* Checkpoints: SUNDIALS' step size to try next, its order and internal time (the

@@ -4,7 +4,19 @@
  * of the same layout allocate nothing. Every allocation goes through the
  * hooks and is freed, and a failing allocator (at every allocation of the
  * set-up, failing for good or just once) gives MBK_ENOMEM without crashing
- * or leaking, and a retry after a one-off failure builds the same State. */
+ * or leaking, and a retry after a one-off failure builds the same State.
+ *
+ * Process-wide: this program defines malloc, calloc, realloc, free,
+ * posix_memalign and aligned_alloc itself (forwarding to the C library's
+ * __libc_* entry points), so it sees allocations that bypass mbk's hooks,
+ * SUNDIALS' above all. With them, steps of every integrator (CVODE BDF and
+ * Adams, IDA, the RK family) on a Hunt-Crossley contact model and on a
+ * constrained four-bar allocate nothing at all after initialization, and
+ * SUNDIALS' own difference-quotient Jacobian, when chosen, is seen
+ * allocating at every Jacobian (the reason mbk's is the default). Under
+ * AddressSanitizer or ThreadSanitizer, which replace malloc themselves, the
+ * process-wide counts are skipped (the library's own counts still run). */
+#define _GNU_SOURCE
 #include "mbk/alloc.h"
 #include "mbk/spatial.h"
 #include "mbk/stage.h"
@@ -12,11 +24,63 @@
 #include "mbk/status.h"
 #include "mbk/system.h"
 #include "mbk/value.h"
+#include "mbk/mbk.h"
+#include "integrator_table.h"
 #include "mbk_test.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* Process-wide allocation counter                                      */
+/* ------------------------------------------------------------------ */
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define MBK_TEST_NO_INTERPOSE 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define MBK_TEST_NO_INTERPOSE 1
+#endif
+#endif
+
+#ifndef MBK_TEST_NO_INTERPOSE
+/* glibc's allocator under its internal names: what malloc & co. would have called */
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t n);
+extern void *__libc_memalign(size_t align, size_t n);
+extern void __libc_free(void *p);
+
+static atomic_long process_allocs; /* successful allocations anywhere in the process */
+
+static void *counted(void *p)
+{
+    if (p) atomic_fetch_add_explicit(&process_allocs, 1, memory_order_relaxed);
+    return p;
+}
+
+void *malloc(size_t n) { return counted(__libc_malloc(n)); }
+void *calloc(size_t n, size_t size) { return counted(__libc_calloc(n, size)); }
+void *realloc(void *p, size_t n) { return counted(__libc_realloc(p, n)); }
+void free(void *p) { __libc_free(p); }
+void *aligned_alloc(size_t align, size_t n) { return counted(__libc_memalign(align, n)); }
+int posix_memalign(void **out, size_t align, size_t n)
+{
+    void *p = counted(__libc_memalign(align, n));
+    if (!p) return ENOMEM;
+    *out = p;
+    return 0;
+}
+
+static const bool process_counted = true;
+static long process_allocations(void) { return atomic_load(&process_allocs); }
+#else
+static const bool process_counted = false;
+static long process_allocations(void) { return 0; }
+#endif
 
 /* ------------------------------------------------------------------ */
 /* Counting allocator                                                   */
@@ -804,6 +868,148 @@ static void test_failing_relayout(void)
     teardown(&w);
 }
 
+/* ------------------------------------------------------------------ */
+/* Integrator steps: nothing allocated, process-wide                    */
+/* ------------------------------------------------------------------ */
+
+static mbk_state *realized_state(const mbk_system *sys)
+{
+    mbk_state *s = mbk_state_create();
+    mbk_state_init(s, sys);
+    mbk_system_realize(sys, s, MBK_STAGE_INSTANCE);
+    return s;
+}
+
+/* A free body (quaternion) carrying a Hunt-Crossley sphere (r = 0.1 m), set down
+   pressed into the ground half-space, sliding at 0.5 m/s and spinning at 3 rad/s:
+   Hertz contact and friction act at every step. */
+static mbk_system *contact_model(mbk_state **s0)
+{
+    mbk_system *sys = mbk_multibody_create("contact");
+    mbk_matter *m = mbk_multibody_upd_matter(sys);
+    mbk_forces *f = mbk_multibody_upd_forces(sys);
+    mbk_mass_props mp = mbk_mass_props_from_central(1.0, mbk_vec3_zero(), mbk_mat33_diag(0.004, 0.004, 0.004));
+    mbk_transform I = mbk_transform_identity();
+    int b = mbk_matter_add_body(m, 0, &I, &mp, &I, mbk_mobilizer_free());
+    mbk_force_add_gravity(f, mbk_vec3_make(0, 0, -9.81));
+    const double params[6] = {1e7, 0.5, 0.8, 0.5, 0.0, 0.1};
+    CHECK(mbk_force_add_hunt_crossley_sphere(f, b, mbk_vec3_zero(), 0.1, 0.0, params) >= 0);
+    mbk_system_realize_topology(sys);
+    mbk_state *s = realized_state(sys);
+    CHECK_INT(mbk_state_get_nq(s), 7);
+    mbk_state_upd_q(s)[6] = 0.1 - 5e-4;  /* q = (quaternion, p): 0.5 mm into the ground */
+    mbk_state_upd_u(s)[2] = 3.0;         /* u = (w, v) */
+    mbk_state_upd_u(s)[3] = 0.5;
+    *s0 = s;
+    return sys;
+}
+
+/* The four-bar of `mbk run builtin:fourbar`: three pins, the loop closed by a ball. */
+static mbk_system *fourbar_model(mbk_state **s0)
+{
+    mbk_system *sys = mbk_multibody_create("fourbar");
+    mbk_matter *mt = mbk_multibody_upd_matter(sys);
+    const double len[3] = {0.4, 1.0, 0.8}, mass[3] = {0.5, 1.0, 0.8};
+    mbk_transform I = mbk_transform_identity();
+    for (int i = 0; i < 3; ++i) {
+        double L = len[i], mm = mass[i];
+        mbk_mass_props mp = mbk_mass_props_from_central(mm, mbk_vec3_make(L / 2, 0, 0),
+                                                        mbk_mat33_diag(mm * 4e-4, mm * L * L / 12, mm * L * L / 12));
+        mbk_transform X_PF = I;
+        int parent = 0;
+        if (i == 1) parent = 1, X_PF.p = mbk_vec3_make(len[0], 0, 0);
+        if (i == 2) X_PF.p = mbk_vec3_make(1.0, 0, 0);
+        mbk_matter_add_body(mt, parent, &X_PF, &mp, &I, mbk_mobilizer_pin());
+    }
+    mbk_constraint_add_ball(mt, 2, mbk_vec3_make(len[1], 0, 0), 3, mbk_vec3_make(len[2], 0, 0));
+    mbk_force_add_gravity(mbk_multibody_upd_forces(sys), mbk_vec3_make(0, -9.81, 0));
+    mbk_system_realize_topology(sys);
+    mbk_state *s = realized_state(sys);
+    double *q = mbk_state_upd_q(s);
+    q[0] = 0.5, q[1] = -0.2, q[2] = 1.4;
+    mbk_state_upd_u(s)[0] = 3.0;
+    bool locked[3] = {true, false, false};
+    CHECK_INT(mbk_system_assemble_locked(sys, s, 1e-12, locked), MBK_OK);
+    CHECK_INT(mbk_system_project(sys, s, 1e-12), MBK_OK);
+    *s0 = s;
+    return sys;
+}
+
+typedef struct step_allocs {
+    long library, process, steps, jacobians, projections;
+    double q_last; /* the last q at the end (the contact model's height) */
+    int rc;
+} step_allocs;
+
+/* Initialize, step to 0.02 s (warm-up: first calls of everything), then count what
+   20 more report intervals of 0.01 s allocate. */
+static step_allocs count_step_allocations(which w, const mbk_system *sys, const mbk_state *s0, bool system_jac)
+{
+    step_allocs r = {0, 0, 0, 0, 0, NAN, MBK_OK};
+    mbk_integrator *ig = make(w, sys);
+    if (!ig) {
+        r.rc = mbk_last_status();
+        return r;
+    }
+    mbk_integrator_set_accuracy(ig, w == I_EULER || w == I_SEMI ? 1e-3 : 1e-5);
+    if (w == I_RK4) mbk_integrator_set_fixed_step(ig, 2e-4);
+    mbk_integrator_set_use_system_jacobian(ig, system_jac);
+    r.rc = mbk_integrator_initialize(ig, s0);
+    if (r.rc == MBK_OK) r.rc = mbk_integrator_step_to(ig, 0.02);
+    mbk_integrator_stats st0, st1;
+    mbk_integrator_get_stats(ig, &st0);
+    long lib0 = mbk_get_allocation_count(), proc0 = process_allocations();
+    for (int k = 1; k <= 20 && r.rc == MBK_OK; ++k) r.rc = mbk_integrator_step_to(ig, 0.02 + 0.01 * k);
+    r.process = process_allocations() - proc0;
+    r.library = mbk_get_allocation_count() - lib0;
+    mbk_integrator_get_stats(ig, &st1);
+    r.steps = st1.steps_taken - st0.steps_taken;
+    r.jacobians = st1.jacobian_evaluations - st0.jacobian_evaluations;
+    r.projections = st1.projections - st0.projections;
+    const mbk_state *s = mbk_integrator_get_state(ig);
+    if (s) r.q_last = mbk_state_get_q(s)[mbk_state_get_nq(s) - 1];
+    if (r.rc != MBK_OK) fprintf(stderr, "    %s: %s\n", names[w], mbk_last_error());
+    mbk_integrator_destroy(ig);
+    return r;
+}
+
+static void test_integrator_steps_allocate_nothing(void)
+{
+    if (!process_counted) printf("  (process-wide counts skipped: a sanitizer replaces malloc)\n");
+    for (int model = 0; model < 2; ++model) {
+        mbk_state *s0 = NULL;
+        mbk_system *sys = model == 0 ? contact_model(&s0) : fourbar_model(&s0);
+        for (int w = 0; w < I_COUNT; ++w) {
+            step_allocs r = count_step_allocations((which)w, sys, s0, true);
+            printf("  %-8s %-20s %5ld steps, %3ld Jacobians: %ld allocations (library %ld)\n",
+                   model == 0 ? "contact" : "four-bar", names[w], r.steps, r.jacobians, r.process, r.library);
+            CHECK_INT(r.rc, MBK_OK);
+            CHECK(r.steps >= 20);
+            CHECK_INT(r.library, 0);
+            CHECK_INT(r.process, 0);
+            /* the Jacobian path ran in the counted steps */
+            if (w == I_BDF || w == I_IDA) CHECK(r.jacobians > 0);
+            if (model == 0) CHECK(r.q_last < 0.1); /* still pressed into the ground */
+            if (model == 1) CHECK(r.projections >= r.steps);
+        }
+        /* SUNDIALS' own difference-quotient Jacobian allocates with plain malloc at every
+           Jacobian, which only the process-wide count sees: the counter works */
+        const which sd[2] = {I_BDF, I_IDA};
+        for (int c = 0; c < 2; ++c) {
+            step_allocs r = count_step_allocations(sd[c], sys, s0, false);
+            printf("  %-8s %-20s %5ld steps, %3ld Jacobians (SUNDIALS' difference quotients): %ld allocations "
+                   "(library %ld)\n", model == 0 ? "contact" : "four-bar", names[sd[c]], r.steps, r.jacobians,
+                   r.process, r.library);
+            CHECK_INT(r.rc, MBK_OK);
+            CHECK(r.jacobians > 0);
+            CHECK_INT(r.library, 0);
+            if (process_counted) CHECK(r.process >= r.jacobians);
+        }
+        mbk_state_destroy(s0);
+        mbk_system_destroy(sys);
+    }
+}
+
 int main(void)
 {
     mbk_set_allocator(cnt_malloc, cnt_realloc, cnt_free, &cnt);
@@ -813,6 +1019,7 @@ int main(void)
     test_all_freed();
     test_failing_allocator();
     test_failing_relayout();
+    test_integrator_steps_allocate_nothing();
     CHECK_INT(cnt.live, 0);
     CHECK_INT(mbk_get_allocation_count() - lib0, cnt.mallocs + cnt.reallocs);
     mbk_set_allocator(NULL, NULL, NULL, NULL);

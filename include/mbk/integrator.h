@@ -27,8 +27,11 @@
  *   - after every accepted step the State is projected (mbk_system_project
  *     with the constraint tolerance): quaternions normalized, q then u back on
  *     the constraint manifold;
- *   - steps never pass the report time, scheduled events or reporter times:
- *     they are hit exactly (the last step before one is shortened);
+ *   - the State is at report times, scheduled events and reporter times
+ *     exactly: the RK family shortens the last step before one; CVODE and
+ *     IDA land only on scheduled events (their stop time) and interpolate
+ *     back to report and reporter times with their own interpolant, going
+ *     on from their own step's end without a restart;
  *   - no heap allocation per step after mbk_integrator_initialize (except
  *     when an event handler changes a Model- or Instance-stage variable,
  *     which re-lays out the State);
@@ -94,8 +97,9 @@ const char *mbk_integrator_get_name(const mbk_integrator *ig);
    Defaults: accuracy 1e-3 (rel_tol = abs_tol = 1e-3), constraint tolerance =
    accuracy, event tolerance = 0.1 s x accuracy, no fixed step, automatic
    initial step, minimum step 0 (only round-off limits it), no maximum step,
-   100000 steps per step_to call, difference-quotient Jacobian, error estimate
-   projected onto the constraint manifold. */
+   100000 steps per step_to call, CVODE/IDA Jacobians from
+   mbk_system_calc_ydot_jacobian, error estimate projected onto the constraint
+   manifold. */
 typedef struct mbk_integrator_settings {
     double accuracy;       /* last value given to set_accuracy (or rel_tol) */
     double rel_tol;        /* relative tolerance of the local error */
@@ -107,7 +111,8 @@ typedef struct mbk_integrator_settings {
     double min_step;       /* smallest step before failing (0: round-off only) */
     double max_step;       /* largest step (INFINITY: none) */
     long max_steps;        /* steps one step_to call may take before failing */
-    bool use_system_jacobian; /* CVODE/IDA: Jacobian from mbk_system_calc_ydot_jacobian */
+    bool use_system_jacobian; /* CVODE BDF/IDA: Jacobian from mbk_system_calc_ydot_jacobian
+                                 (default); false: SUNDIALS' difference quotients */
     bool project_error_estimate; /* RK family: error estimate projected before the error test */
 } mbk_integrator_settings;
 
@@ -133,8 +138,9 @@ int mbk_integrator_set_min_step(mbk_integrator *ig, double h);
 int mbk_integrator_set_max_step(mbk_integrator *ig, double h);
 /* Most steps one mbk_integrator_step_to call may take (> 0). */
 int mbk_integrator_set_max_steps(mbk_integrator *ig, long n);
-/* CVODE/IDA: use mbk_system_calc_ydot_jacobian instead of SUNDIALS' own
-   difference quotients (ignored by the RK family). */
+/* CVODE BDF and IDA: Jacobians from mbk_system_calc_ydot_jacobian (on, the default:
+   allocation-free) or, off, from SUNDIALS' own difference quotients (which allocate a
+   vector wrapper with plain malloc at every Jacobian). Ignored by Adams and the RK family. */
 int mbk_integrator_set_use_system_jacobian(mbk_integrator *ig, bool on);
 /* RK family (default on): before the error test, remove from the local error estimate its
    components normal to the constraint manifold (mbk_system_project_error_estimate), as
@@ -179,8 +185,12 @@ typedef struct mbk_integrator_stats {
     long convergence_failures; /* CVODE/IDA nonlinear-solver failures */
     long projections;          /* calls of mbk_system_project */
     long events_handled;       /* events whose handlers ran (triggered + scheduled) */
-    long realization_failures; /* recoverable failures (realize >0, NaN): step retried smaller */
-    long reinitializations;    /* restarts after handlers changed the State */
+    long realization_failures; /* recoverable failures (realize >0, NaN; CVODE/IDA also
+                                  MBK_ESINGULAR, MBK_ECONVERGE): step retried smaller */
+    long reinitializations;    /* restarts of any cause, history dropped: CVODE/IDA every
+                                  CVodeReInit/IDAReInit or solver rebuild after initialize
+                                  (handlers, an undone step, projection drift); RK family
+                                  and custom integrators after handlers changed the State */
     long jacobian_evaluations; /* CVODE/IDA Jacobians */
     long witness_evaluations;  /* extra realizations to locate events */
     long reports;              /* reporter calls (periodic and event reporters) */
@@ -272,8 +282,9 @@ int mbk_system_calc_dae_residual(const mbk_system *sys, mbk_state *s, double t,
                                  const double *y, const double *yp, double *r);
 /* Jacobian of ydot at the State's own t and y (realized as needed), row-major:
    J[i*ny + j] = d ydot_i / d y_j, by forward differences with steps
-   sqrt(eps) * max(|y_j|, 1). J has ny*ny entries. Allocation-free; the State
-   is left at Acceleration at its original y. */
+   sqrt(eps) * max(|y_j|, 1), one y_j at a time (a u or z column realizes again
+   only from Velocity or Dynamics). J has ny*ny entries. Allocation-free; the
+   State is left at Acceleration at its original y. */
 int mbk_system_calc_ydot_jacobian(const mbk_system *sys, mbk_state *s, double *J);
 
 #ifdef __cplusplus
