@@ -177,6 +177,8 @@ static int build_fourbar(app_model *m)
     /* close the loop: coupler tip on rocker tip (3 equations, one redundant in the plane) */
     if (mbk_constraint_add_ball(mt, FB_COUPLER, mbk_vec3_make(len[1], 0, 0), FB_ROCKER, mbk_vec3_make(len[2], 0, 0)) < 0)
         return app_fail("adding the loop constraint");
+    static const app_connection loop = {FB_COUPLER, {1.0, 0, 0}, FB_ROCKER, {0.8, 0, 0}, "ball constraint"};
+    m->connections = &loop, m->n_connections = 1; /* drawn by the viewer */
     snprintf(m->title, sizeof m->title,
              "four-bar linkage: crank 0.4 m, coupler 1 m, rocker 0.8 m, ground 1 m; loop closed by a ball "
              "constraint; gravity -y");

@@ -111,6 +111,11 @@ int mbk_force_add_linear_bushing(mbk_forces *f, int b1, const mbk_transform *X_B
    dissipation c, static, dynamic and viscous friction, transition velocity). */
 int mbk_force_add_hunt_crossley_sphere(mbk_forces *f, int body, mbk_vec3 center, double radius,
                                        double height, const double params[6]);
+/* Where a Hunt-Crossley sphere element is (for drawing it): 1 and its body, centre (in B),
+   radius and ground height (any output may be NULL) when element `force` is one, 0 when
+   it is an element of another kind, MBK_EINVAL for a bad index. */
+int mbk_force_get_hunt_crossley_sphere(const mbk_forces *f, int force, int *body, mbk_vec3 *center,
+                                       double *radius, double *height);
 
 /* ---- per-State parameters ---- */
 /* Enable or disable an element (Instance stage: invalidates Instance). */

@@ -94,3 +94,18 @@ int mbk_force_add_hunt_crossley_sphere(mbk_forces *f, int body, mbk_vec3 center,
     w.height = height;
     return fe_add(f, &fe_hunt_crossley, &w, params);
 }
+
+int mbk_force_get_hunt_crossley_sphere(const mbk_forces *f, int force, int *body, mbk_vec3 *center,
+                                       double *radius, double *height)
+{
+    if (!f || force < 0 || force >= f->n)
+        return mbk_set_error(MBK_EINVAL, "mbk_force_get_hunt_crossley_sphere: force %d is not an element of "
+                                         "this force subsystem (it has %d)", force, f ? f->n : 0);
+    const fe_elem *e = &f->elems[force];
+    if (e->kind != &fe_hunt_crossley) return 0;
+    if (body) *body = e->body[0];
+    if (center) *center = e->station[0];
+    if (radius) *radius = e->radius;
+    if (height) *height = e->height;
+    return 1;
+}
