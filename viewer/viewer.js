@@ -187,7 +187,7 @@
       if (mesh.instanceMatrix.setUsage) mesh.instanceMatrix.setUsage(THREE.DynamicDrawUsage);
       mesh.frustumCulled = false;  /* the instances move far from the geometry's own bounds */
       scene.add(mesh);
-      groups.push({ mesh: mesh, items: gr.items });
+      groups.push({ mesh: mesh, items: gr.items, type: gr.type });
     });
 
     /* contact spheres (attached to bodies) and the ground planes they touch */
@@ -567,6 +567,9 @@
     webgl: !!renderer,
     nBodies: nb,
     frames: nf,
+    samples: D.samples,
+    lines: function () { return D.lines.length; },
+    drawCalls: function () { return renderer ? renderer.info.render.calls : 0; },
     times: function () { return T.slice(); },
     time: function () { return time; },
     playing: function () { return playing; },
@@ -605,8 +608,8 @@
           var x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
           for (var k = 0; k < 8; ++k) {
             c.set(k & 1 ? 0.5 : -0.5, k & 2 ? 0.5 : -0.5, k & 4 ? 0.5 : -0.5);
-            if (gr.mesh.geometry.type === 'SphereBufferGeometry') c.multiplyScalar(2);
-            if (gr.mesh.geometry.type === 'CylinderBufferGeometry') { c.x *= 2; c.y *= 2; }
+            if (gr.type === 'sphere') c.multiplyScalar(2);       /* unit radius */
+            if (gr.type === 'cylinder') { c.x *= 2; c.y *= 2; } /* unit radius, unit length along z */
             c.applyMatrix4(m).project(camera);
             var x = r.left + (c.x + 1) / 2 * r.width, y = r.top + (1 - c.y) / 2 * r.height;
             x0 = Math.min(x0, x); x1 = Math.max(x1, x); y0 = Math.min(y0, y); y1 = Math.max(y1, y);
