@@ -44,7 +44,7 @@ typedef struct app_model {
     char (*joint_type)[32];           /* per body: "pin", "ball", "revolute", ... */
     char (*body_name)[APP_NAME_MAX];  /* per body */
     int gravity_force;         /* index of the gravity element, or -1 */
-    bool dissipative;          /* dampers or stops: energy need not be conserved */
+    bool dissipative;          /* dampers, stops or contact: energy need not be conserved */
     /* default initial state: called on a State realized to Model */
     int (*init_state)(const struct app_model *m, mbk_state *s);
     int crank_body;            /* four-bar: the body kept fixed while assembling */

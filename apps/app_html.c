@@ -337,7 +337,8 @@ static int write_data(FILE *f, const app_model *m, const app_series *ser, const 
         fprintf(f, ",\"quat\":");
         jquat(f, p->X_BS.R);
         const float *c = p->rgba;
-        float pal[4] = {palette[p->body % 10][0], palette[p->body % 10][1], palette[p->body % 10][2], 1};
+        int pc = (p->body + 9) % 10; /* body 1 blue, body 2 orange, ... (as the plot's q0, q1) */
+        float pal[4] = {palette[pc][0], palette[pc][1], palette[pc][2], 1};
         if (c[3] < 0) c = pal;
         fprintf(f, ",\"color\":[%.3f,%.3f,%.3f,%.3f]", c[0], c[1], c[2], c[3]);
         if (p->from_mesh) fprintf(f, ",\"mesh\":true");

@@ -450,7 +450,7 @@ static int cmd_run(const run_options *o)
     printf("  time         0 -> %g s\n", t_end);
     printf("  energy       E(0) = %.10g J, E(end) = %.10g J: drift %.3e J (%.2e relative), max |E - E(0)| %.3e J%s\n",
            e0, e_end, e_end - e0, fabs(e_end - e0) / fmax(fabs(e0), 1e-300), max_drift,
-           m.dissipative ? "\n               (the model has dampers or stops: energy is not conserved)" : "");
+           m.dissipative ? "\n               (the model has dampers, stops or contact: energy is not conserved)" : "");
     printf("  wall time    %.3f s, real-time factor %.3g (simulated s per wall s)\n", wall,
            wall > 0 ? t_end / wall : INFINITY);
 

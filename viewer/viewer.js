@@ -192,7 +192,7 @@
 
     /* contact spheres (attached to bodies) and the ground planes they touch */
     if (D.contacts.length) {
-      var cm = new THREE.MeshPhongMaterial({ color: 0xff8c1a, transparent: true, opacity: 0.55 });
+      var cm = new THREE.MeshPhongMaterial({ color: 0xffc300, transparent: true, opacity: 0.6 });
       contactGroup = new THREE.InstancedMesh(geoms.sphere.clone(), cm, D.contacts.length);
       contactGroup.frustumCulled = false;
       scene.add(contactGroup);
@@ -546,7 +546,7 @@
     buildScene();
     $('legend').textContent = (gridInfo ? gridInfo + '; ' : '') + 'drag: orbit, right-drag: pan, wheel: zoom' +
       (D.lines.length ? '; magenta lines: constraint connections' : '') +
-      (D.contacts.length ? '; orange: contact spheres' : '');
+      (D.contacts.length ? '; yellow: contact spheres' : '');
   }
   function relayout() {
     resize();
@@ -569,6 +569,7 @@
     frames: nf,
     samples: D.samples,
     lines: function () { return D.lines.length; },
+    contacts: function () { return contactGroup ? contactGroup.count : 0; },
     drawCalls: function () { return renderer ? renderer.info.render.calls : 0; },
     times: function () { return T.slice(); },
     time: function () { return time; },

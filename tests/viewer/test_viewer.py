@@ -290,6 +290,8 @@ def main():
     check(r.returncode == 1 and os.path.exists("early.html"), "a run that stops early: the page is still written")
     r = run([mbk, "view", "builtin:fourbar", "--html", "fourbar.html"])
     check(r.returncode == 0 and "viewer" in r.stdout, "mbk view writes a page (four-bar)")
+    r = run([mbk, "run", "builtin:drop", "--t-final", "1", "--html", "drop.html", "--output", "none", "--plot", "none"])
+    check(r.returncode == 0, "a model with contact: the page is written (builtin:drop)")
     r = run([mbk, "run", "builtin:chain:1000", "--t-final", "1", "--html", "chain1000.html", "--output", "none",
              "--plot", "none"])
     check(r.returncode == 0, "a 1000-body chain: the page is written (%.1f MB)"
@@ -321,6 +323,10 @@ def main():
         if check(load(b, "fourbar.html"), "the four-bar's page loads"):
             check(b.evaluate("mbkViewer.lines()") == 1, "it draws its loop-closing constraint as a line")
             check(not b.problems(), "fourbar.html: no console error", "; ".join(b.problems()))
+
+        if check(load(b, "drop.html"), "the dropped box's page loads"):
+            check(b.evaluate("mbkViewer.contacts()") == 8, "it draws its 8 contact spheres (and the ground plane)")
+            check(not b.problems(), "drop.html: no console error", "; ".join(b.problems()))
 
         if check(load(b, "chain1000.html"), "the 1000-body chain's page loads"):
             frames, samples = b.evaluate("[mbkViewer.frames, mbkViewer.samples]")
