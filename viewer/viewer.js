@@ -445,7 +445,7 @@
     if (!(p.w > 0)) return;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     var x = p.x0 + (time - p.tA) / (p.tB - p.tA) * p.w;
-    ctx.strokeStyle = '#e0301e';
+    ctx.strokeStyle = '#222';
     ctx.lineWidth = 1.5;
     ctx.beginPath(); ctx.moveTo(x, p.y0); ctx.lineTo(x, p.y0 + p.h); ctx.stroke();
   }

@@ -146,6 +146,9 @@ class Browser:
         try:
             port = self._port()
             self.ws = WebSocket(self._page_ws(port), timeout)
+            # the viewport itself is width x height CSS pixels at scale 1
+            self.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": height,
+                                                             "deviceScaleFactor": 1, "mobile": False})
         except Exception:
             self.close()
             raise
