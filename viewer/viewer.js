@@ -621,6 +621,7 @@
       return out;
     },
     canvasRect: function () { var r = canvas.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; },
+    three: function () { return { renderer: renderer, scene: scene, camera: camera, groups: groups }; },
     status: function () { return $('status').textContent; },
     notes: function () { return $('notes').textContent; }
   };
