@@ -485,7 +485,7 @@
     if (!(t1 > t0)) return;
     if (time >= t1 && !$('loop').checked) time = t0;
     playing = true;
-    last = null;
+    last = performance.now();  /* the motion starts now, not at the next frame */
     $('play').textContent = 'Pause';
   }
   function pause() {
@@ -521,10 +521,12 @@
     } else if (ev.key === 'f') fit();
   });
 
-  function tick(now) {
+  function tick() {
+    /* the clock, not the frame's timestamp: a browser may stamp slow frames as if on time */
+    var now = performance.now();
     if (playing) {
       if (last !== null) {
-        var t = time + (now - last) / 1000 * speed;
+        var t = time + Math.max(0, now - last) / 1000 * speed;
         if (t >= t1) {
           if ($('loop').checked) t = t0 + (t - t0) % (t1 - t0);
           else { t = t1; pause(); }
