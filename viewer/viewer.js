@@ -90,7 +90,7 @@
   var up = new THREE.Vector3(0, 0, 1);
   var g = D.gravity;
   if (g && (g[0] || g[1] || g[2])) up.set(-g[0], -g[1], -g[2]).normalize();
-  var bounds = new THREE.Box3(), radius = 1;
+  var bounds = new THREE.Box3(), radius = 1, axisLength = 0.1;
 
   function shapeLocal(s) {
     var m = new THREE.Matrix4(), sc = new THREE.Vector3(s.size[0], s.size[1], s.size[2]);
@@ -133,6 +133,14 @@
     ext = Math.max(ext, 0.05);
     bounds.expandByScalar(ext);
     radius = Math.max(Math.sqrt(r2) + ext, 0.1);
+    /* joint frame axes: about half a typical body (the median shape size), and no more
+       than a tenth of the scene */
+    var sizes = D.shapes.map(function (s) {
+      return s.type === 'box' ? Math.max(s.size[0], s.size[1], s.size[2])
+                              : Math.max(2 * s.size[0], s.type === 'cylinder' ? s.size[2] : 0);
+    }).sort(function (a, b) { return a - b; });
+    var typical = sizes.length ? sizes[sizes.length >> 1] : radius / 5;
+    axisLength = Math.min(0.6 * typical, 0.12 * radius);
   }
 
   function niceStep(x) {
@@ -320,7 +328,7 @@
       lp.needsUpdate = true;
     }
     if (frameLines.visible) {
-      var fp = frameLines.geometry.attributes.position, L = 0.12 * radius;
+      var fp = frameLines.geometry.attributes.position, L = axisLength;
       var o = new THREE.Vector3(), axes = [new THREE.Vector3(L, 0, 0), new THREE.Vector3(0, L, 0), new THREE.Vector3(0, 0, L)];
       for (b = 0; b < nb; ++b) {
         o.set(0, 0, 0).applyMatrix4(bodyM[b]);
