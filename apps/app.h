@@ -6,6 +6,8 @@
  *   app_output.c     trajectory CSV and SVG plot
  *   app_checkpoint.c checkpoints of a run (--checkpoint, --resume)
  *   app_info.c       `mbk info` and `mbk bench`
+ *   app_html.c       the trajectory viewer page (`mbk run --html`, `mbk view`)
+ *   app_visual.c     the bodies' shapes for it (URDF <visual>, boxes from mass properties)
  */
 #ifndef MBK_APP_H
 #define MBK_APP_H
@@ -43,12 +45,25 @@ typedef struct app_model {
     char (*joint_type)[32];           /* per body: "pin", "ball", "revolute", ... */
     char (*body_name)[APP_NAME_MAX];  /* per body */
     int gravity_force;         /* index of the gravity element, or -1 */
-    bool dissipative;          /* dampers or stops: energy need not be conserved */
+    bool dissipative;          /* dampers, stops or contact: energy need not be conserved */
     /* default initial state: called on a State realized to Model */
     int (*init_state)(const struct app_model *m, mbk_state *s);
     int crank_body;            /* four-bar: the body kept fixed while assembling */
     bool floating_ignored;     /* URDF: --floating-base on a robot rooted at world (no effect) */
+    /* constraint connections the viewer draws as lines (NULL/0: none) */
+    const struct app_connection *connections;
+    int n_connections;
 } app_model;
+
+/* A line the viewer draws between a point of body b1 and one of body b2 (a loop
+   closed by a constraint). Points in each body's frame. */
+typedef struct app_connection {
+    int b1;
+    mbk_vec3 p1;
+    int b2;
+    mbk_vec3 p2;
+    const char *label;
+} app_connection;
 
 /* Options that change how a model is built. */
 typedef struct app_model_options {
@@ -181,6 +196,45 @@ typedef struct app_resumed {
    interval_given). APP_OK, or an exit status with the reason printed. */
 int app_resume(const char *path, const app_model *m, const char *csv, double interval, bool interval_given,
                double t_final, app_series *ser, app_resumed *r);
+/* ---- the trajectory viewer (app_html.c, app_visual.c; docs/viewer.md) ---- */
+enum { APP_SHAPE_BOX = 0, APP_SHAPE_CYLINDER = 1, APP_SHAPE_SPHERE = 2 };
+typedef struct app_shape {
+    int body;                  /* 0 is Ground */
+    int type;                  /* APP_SHAPE_* */
+    double size[3];            /* box: edges x, y, z; cylinder (along z): r, r, length; sphere: r, r, r */
+    mbk_transform X_BS;        /* the shape's frame in the body's (centred on the shape) */
+    float rgba[4];             /* rgba[3] < 0: no colour given */
+    bool from_mesh, mass_box;  /* a mesh's bounding box; a box fitted to the mass properties */
+    char note[160];
+} app_shape;
+typedef struct app_shapes {
+    app_shape *v;
+    int n, cap;
+} app_shapes;
+/* The <visual> shapes of a URDF model's bodies, appended to *sh; notes says
+   what was approximated or left out (meshes). 0, or -1 (unreadable file, no memory). */
+int app_shapes_from_urdf(const app_model *m, app_shapes *sh, char *notes, size_t cap);
+/* Append the box fitted to a body's mass properties (a small sphere if massless). */
+int app_shape_mass_box(const app_model *m, int body, app_shapes *sh);
+void app_shapes_free(app_shapes *sh);
+
+/* What the page says about the run. */
+typedef struct app_run_info {
+    const char *command;       /* "run" or "view" */
+    const char *integrator;
+    double t_final;            /* the time asked for */
+    bool stopped_early;
+    const char *why;           /* why it stopped early ("" otherwise) */
+    bool have_gravity;         /* --gravity given: the gravity used */
+    mbk_vec3 gravity;
+    bool autoplay;             /* the page starts playing (else paused at t = 0) */
+} app_run_info;
+/* Write the self-contained viewer page: the template viewer/viewer.html with
+   three.js, the page's script and the trajectory inside it. Body poses are
+   computed from the samples' q (thinned to the page's frame budget). 0, or -1
+   with the reason in err. */
+int app_write_html(const char *path, const app_model *m, const app_series *ser, const app_run_info *ri, char *err,
+                   size_t cap);
 
 /* ---- info and bench (app_info.c) ---- */
 int app_info(const app_model *m, bool all);

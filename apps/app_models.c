@@ -21,6 +21,8 @@ void app_model_list_builtins(FILE *f)
             "                     hanging from Ground, D = 1..16\n"
             "  builtin:fourbar    planar four-bar linkage: crank, coupler and rocker on pins, the loop\n"
             "                     closed by a ball constraint (constraint solve and projection)\n"
+            "  builtin:drop       a box on a free joint dropped spinning onto the ground: contact\n"
+            "                     spheres at its corners (Hunt-Crossley contact with friction)\n"
             "  FILE.urdf          a URDF robot description (see docs/urdf.md)\n");
 }
 
@@ -177,12 +179,63 @@ static int build_fourbar(app_model *m)
     /* close the loop: coupler tip on rocker tip (3 equations, one redundant in the plane) */
     if (mbk_constraint_add_ball(mt, FB_COUPLER, mbk_vec3_make(len[1], 0, 0), FB_ROCKER, mbk_vec3_make(len[2], 0, 0)) < 0)
         return app_fail("adding the loop constraint");
+    static const app_connection loop = {FB_COUPLER, {1.0, 0, 0}, FB_ROCKER, {0.8, 0, 0}, "ball constraint"};
+    m->connections = &loop, m->n_connections = 1; /* drawn by the viewer */
     snprintf(m->title, sizeof m->title,
              "four-bar linkage: crank 0.4 m, coupler 1 m, rocker 0.8 m, ground 1 m; loop closed by a ball "
              "constraint; gravity -y");
     m->init_state = fourbar_init;
     m->crank_body = FB_CRANK;
     return add_gravity(m, mbk_vec3_make(0, -9.81, 0));
+}
+
+/* ---- builtin:drop --------------------------------------------------------- */
+
+/* A box on a free joint, tilted and spinning, dropped on the ground: Hunt-Crossley
+   contact spheres at its 8 corners on the half-space z <= 0. */
+enum { DROP_CORNERS = 8 };
+static const double drop_half[3] = {0.2, 0.15, 0.1}, drop_r = 0.02;
+
+static int drop_init(const app_model *m, mbk_state *s)
+{
+    (void)m;
+    double *q = mbk_state_upd_q(s), *u = mbk_state_upd_u(s);
+    mbk_quat qt = mbk_quat_from_axis_angle(mbk_vec3_normalize(mbk_vec3_make(1, 0.6, 0.2)), 0.5);
+    q[0] = qt.w, q[1] = qt.x, q[2] = qt.y, q[3] = qt.z, q[4] = 0, q[5] = 0, q[6] = 0.5;
+    u[0] = 0.5, u[1] = -1.0, u[2] = 2.0, u[3] = 0.3, u[4] = 0, u[5] = 0; /* w_FM, v_FM in F (Ground) */
+    return 0;
+}
+
+static int build_drop(app_model *m)
+{
+    m->sys = mbk_multibody_create("drop");
+    if (!m->sys || alloc_labels(m, 2)) return app_fail("creating the System");
+    mbk_matter *mt = mbk_multibody_upd_matter(m->sys);
+    const double mass = 2, a = 2 * drop_half[0], b = 2 * drop_half[1], c = 2 * drop_half[2];
+    mbk_mass_props mp = mbk_mass_props_from_central(mass, mbk_vec3_zero(),
+                                                    mbk_mat33_diag(mass * (b * b + c * c) / 12, mass * (a * a + c * c) / 12,
+                                                                   mass * (a * a + b * b) / 12));
+    mbk_transform I = mbk_transform_identity();
+    int box = mbk_matter_add_body(mt, 0, &I, &mp, &I, mbk_mobilizer_free());
+    if (box < 0) return app_fail("adding the box");
+    label(m, box, "box", "free", "free");
+    mbk_matter_set_body_name(mt, box, "box");
+    if (add_gravity(m, mbk_vec3_make(0, 0, -9.81))) return -1;
+    /* E, dissipation, static, dynamic and viscous friction, transition velocity */
+    const double params[6] = {1e7, 0.5, 0.8, 0.5, 0, 0.05};
+    mbk_forces *f = mbk_multibody_upd_forces(m->sys);
+    for (int k = 0; k < DROP_CORNERS; ++k) {
+        mbk_vec3 corner = mbk_vec3_make(k & 1 ? drop_half[0] : -drop_half[0], k & 2 ? drop_half[1] : -drop_half[1],
+                                        k & 4 ? drop_half[2] : -drop_half[2]);
+        if (mbk_force_add_hunt_crossley_sphere(f, box, corner, drop_r, 0.0, params) < 0)
+            return app_fail("adding a contact sphere");
+    }
+    m->dissipative = true;
+    snprintf(m->title, sizeof m->title,
+             "box 0.4 x 0.3 x 0.2 m, 2 kg, on a free joint, dropped spinning from 0.5 m onto the ground z = 0: "
+             "Hunt-Crossley contact spheres (r = 2 cm) at its 8 corners");
+    m->init_state = drop_init;
+    return 0;
 }
 
 /* ---- URDF ------------------------------------------------------------------ */
@@ -387,6 +440,8 @@ int app_model_load(const char *spec, const app_model_options *o, app_model *m)
             rc = build_tree(m, (int)n);
         } else if (strcmp(b, "fourbar") == 0) {
             rc = build_fourbar(m);
+        } else if (strcmp(b, "drop") == 0) {
+            rc = build_drop(m);
         } else {
             fprintf(stderr, "mbk: unknown built-in model '%s'; the built-ins are:\n", spec);
             app_model_list_builtins(stderr);

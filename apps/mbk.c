@@ -1,6 +1,7 @@
 /* The mbk command-line program: simulate a model, describe it, time it.
  *
- *   mbk run [MODEL] [options]   simulate, print a summary, write CSV and SVG
+ *   mbk run [MODEL] [options]   simulate, print a summary, write CSV and SVG (and --html)
+ *   mbk view [MODEL] [options]  a short run shown in a 3-D viewer page (docs/viewer.md)
  *   mbk info MODEL              bodies, joints, dofs, mass, the tree as text
  *   mbk bench MODEL             time the realize cycle and the operators
  *   mbk version | --help
@@ -24,6 +25,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: mbk run [MODEL] [options]   simulate MODEL, print a summary, write its trajectory\n"
+            "       mbk view [MODEL] [options]  a short run (2 s) in a 3-D viewer page, mbk-out/view.html\n"
             "       mbk info [MODEL] [--all]    bodies, joints, dofs, mass and the tree as text\n"
             "       mbk bench [MODEL] [--time S] time the realize cycle and the matter operators\n"
             "       mbk version                 print the library version\n"
@@ -49,6 +51,9 @@ static void usage(FILE *f)
             "                       (default mbk-out/trajectory.csv; 'none' writes nothing)\n"
             "  --plot FILE          SVG plot of q and energy against time (default mbk-out/plot.svg;\n"
             "                       'none' writes nothing)\n"
+            "  --html FILE          a self-contained 3-D viewer page of the run (docs/viewer.md); mbk view\n"
+            "                       writes mbk-out/view.html unless told, with the run options of mbk run\n"
+            "                       (default --t-final 2, no CSV or SVG)\n"
             "  --max-steps N        most integrator steps per output interval before the run stops\n"
             "                       (default 100000)\n"
             "  --quiet              no progress line (it appears on stderr only when stderr is a\n"
@@ -105,7 +110,8 @@ typedef struct run_options {
     bool have_gravity;
     mbk_vec3 gravity;
     const char *q0, *u0;
-    const char *output, *plot;
+    const char *output, *plot, *html;
+    bool view;                 /* mbk view: a run shown in the viewer page */
     long max_steps;
     bool quiet, all;
     double bench_time;
@@ -224,7 +230,9 @@ static int parse_options(const char *cmd, int argc, char **argv, run_options *o)
     memset(o, 0, sizeof *o);
     o->t_final = 10.0, o->accuracy = 1e-6, o->integrator = app_integrator_default(), o->bench_time = 0.25;
     o->output = "mbk-out/trajectory.csv", o->plot = "mbk-out/plot.svg";
-    bool run = !strcmp(cmd, "run"), info = !strcmp(cmd, "info"), bench = !strcmp(cmd, "bench");
+    bool run = !strcmp(cmd, "run") || !strcmp(cmd, "view"), info = !strcmp(cmd, "info"), bench = !strcmp(cmd, "bench");
+    if (!strcmp(cmd, "view")) /* a short run, shown: only the page unless told */
+        o->view = true, o->t_final = 2, o->output = "none", o->plot = "none", o->html = "mbk-out/view.html";
     bool min_inertia_given = false;
     for (int i = 0; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -291,6 +299,9 @@ static int parse_options(const char *cmd, int argc, char **argv, run_options *o)
             if (!v) return usage_error(cmd, "%s needs a list", a);
             if (a[2] == 'q') o->q0 = v;
             else o->u0 = v;
+        } else if (run && !strcmp(a, "--html")) {
+            if (!v || !*v) return usage_error(cmd, "%s needs a file name", a);
+            o->html = v;
         } else if (run && (!strcmp(a, "--output") || !strcmp(a, "--plot"))) {
             if (!v || !*v) return usage_error(cmd, "%s needs a file name", a);
             if (a[2] == 'o') o->output = v;
@@ -500,6 +511,7 @@ simulate:;
     bool tty = isatty(STDERR_FILENO) && !o->quiet, shown = false;
     double last_shown = t0;
     long n = (long)ceil(o->t_final / rs.interval - 1e-9);
+    char why[1024] = "";
     double max_drift = 0, e0 = isfinite(rs.meta.e0) ? rs.meta.e0 : ser.ke[0] + ser.pe[0], e_scale = 0;
     for (long j = 0; j < ser.n; ++j) {
         max_drift = fmax(max_drift, fabs(ser.ke[j] + ser.pe[j] - e0));
@@ -514,6 +526,8 @@ simulate:;
             fprintf(stderr, "%smbk run: the simulation failed at t = %.6g s: %s (%s)\n", shown ? "\n" : "",
                     mbk_state_get_time(app_integrator_state(ig)), mbk_last_error(), mbk_status_name(mbk_last_status()));
             app_hint(mbk_last_error());
+            snprintf(why, sizeof why, "the simulation failed at t = %.6g s: %s (%s)",
+                     mbk_state_get_time(app_integrator_state(ig)), mbk_last_error(), mbk_status_name(mbk_last_status()));
             status = APP_FAILED;
             break;
         }
@@ -599,6 +613,17 @@ simulate:;
             printf("  plot         %s\n", o->plot);
         }
     }
+    if (o->html && strcmp(o->html, "none")) {
+        app_run_info ri = {o->view ? "view" : "run", st.integrator, o->t_final, status != APP_OK, why,
+                           o->have_gravity, o->gravity, !o->view};
+        char err[1024];
+        if (app_write_html(o->html, &m, &ser, &ri, err, sizeof err)) {
+            fprintf(stderr, "mbk %s: --html: %s\n", ri.command, err);
+            if (!status) status = APP_OUTPUT;
+        } else {
+            printf("  viewer       %s (open it in a browser)\n", o->html);
+        }
+    }
 out:
     free(rs.kept);
     app_series_free(&ser);
@@ -635,7 +660,7 @@ static int dispatch(int argc, char **argv)
         printf("mbk %s\n", mbk_version());
         return APP_OK;
     }
-    if (strcmp(cmd, "run") && strcmp(cmd, "info") && strcmp(cmd, "bench")) {
+    if (strcmp(cmd, "run") && strcmp(cmd, "view") && strcmp(cmd, "info") && strcmp(cmd, "bench")) {
         fprintf(stderr, "mbk: unknown command '%s' (see mbk --help)\n", cmd);
         return APP_USAGE;
     }
@@ -647,7 +672,7 @@ static int dispatch(int argc, char **argv)
     run_options o;
     int rc = parse_options(cmd, argc - 2, argv + 2, &o);
     if (rc) return rc;
-    if (!strcmp(cmd, "run")) return cmd_run(&o);
+    if (!strcmp(cmd, "run") || !strcmp(cmd, "view")) return cmd_run(&o);
     app_model m;
     rc = app_model_load(o.model, &o.mo, &m);
     if (rc) return rc;

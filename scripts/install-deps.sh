@@ -12,6 +12,8 @@ packages=(
   libmujoco-dev                     # independent reference for the URDF tests
   clang libclang-rt-dev             # libFuzzer for the URDF fuzz test (skipped without them)
   libsimbody-dev                    # independent reference for tests and benchmarks
+  libjs-three                       # three.js, embedded in the pages mbk run --html writes (viewer/)
+  chromium                          # headless browser of the viewer tests (skipped without it)
 )
 
 missing=()

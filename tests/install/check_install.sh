@@ -39,4 +39,15 @@ grep -q "usage: mbk run" "$work/mbk-help.log"
 (cd "$work" && env -u LD_LIBRARY_PATH "$mbk" run builtin:chain:2 --t-final 0.05 --output none --plot none) \
   > "$work/mbk-run.log"
 grep -q "simulated builtin:chain:2" "$work/mbk-run.log"
-echo "5 passed, 0 failed"
+
+# the installed program writes the viewer page from its installed files (share/mbk/viewer),
+# also when the install tree is moved, and not from the build or source tree
+test -f "$work/prefix/share/mbk/viewer/viewer.html"
+test -f "$work/prefix/share/mbk/viewer/three.min.js"
+mv "$work/prefix" "$work/moved"
+(cd "$work" && env -u LD_LIBRARY_PATH -u MBK_VIEWER_DIR "$work/moved/bin/mbk" view builtin:chain:2 --t-final 0.05 \
+   --html "$work/view.html") > "$work/mbk-view.log"
+grep -q 'id="mbk-data"' "$work/view.html"
+grep -q 'REVISION="111"' "$work/view.html"
+mv "$work/moved" "$work/prefix"
+echo "6 passed, 0 failed"
