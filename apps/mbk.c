@@ -455,9 +455,9 @@ static int cmd_run(const run_options *o)
     app_resumed rs = {.k_first = 1, .interval = o->interval, .meta = {.t0 = NAN, .e0 = NAN}};
     double t0 = app_now();
     if (o->resume) {
-        if ((status = app_resume(o->resume, &m, o->output, o->interval, o->interval_given, o->t_final, &ser, &rs)))
-            goto out;
-        ig = rs.ig;
+        status = app_resume(o->resume, &m, o->output, o->interval, o->interval_given, o->t_final, &ser, &rs);
+        ig = rs.ig; /* freed at out: also when the resume was refused */
+        if (status) goto out;
         goto simulate;
     }
     s0 = app_model_initial_state(&m);

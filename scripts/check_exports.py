@@ -135,6 +135,11 @@ def declared_names(path):
     return funcs, variables
 
 
+# What a sanitizer build adds to the exports (ASan's one-definition-rule markers, its
+# runtime hooks): not part of the API, and not there in a normal build.
+SANITIZER_PREFIXES = ("__odr_asan", "__asan", "__tsan", "__ubsan", "__sanitizer")
+
+
 def exported(library, nm):
     out = subprocess.run([nm, "-D", "--defined-only", library], check=True, capture_output=True, text=True).stdout
     names = set()
@@ -142,7 +147,7 @@ def exported(library, nm):
         fields = line.split()
         if len(fields) >= 2:
             name = fields[-1].split("@")[0]
-            if name not in LINKER_SYMBOLS:
+            if name not in LINKER_SYMBOLS and not name.startswith(SANITIZER_PREFIXES):
                 names.add(name)
     return names
 
