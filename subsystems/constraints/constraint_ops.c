@@ -26,7 +26,7 @@ static int need(const mbk_matter *m, const mbk_state *s, mbk_stage stage, const 
 {
     int rc = mt_need(m, s, stage, fn);
     if (rc < 0) return rc;
-    const mt_cslots *sl = ct_slots(m, s);
+    const ct_cslots *sl = ct_slots(m, s);
     return sl->mp + sl->mv + sl->ma;
 }
 

@@ -86,7 +86,7 @@ int ct_topology(mbk_matter *m, mbk_state *s)
         dgelsy_(&mm, &mm, &one, &a, &mm, &b, &mm, &jpvt, &rcond, &rank, &query, &lwork, &info);
         ct_of(m)->lwork = (int)query + 4 * mm + 64;
     }
-    mbk_value_type slots = mbk_value_bytes(sizeof(mt_cslots) + 3 * (size_t)n * sizeof(int), 8);
+    mbk_value_type slots = mbk_value_bytes(sizeof(ct_cslots) + 3 * (size_t)n * sizeof(int), 8);
     ct_of(m)->cache_slots = mbk_state_allocate_cache(s, m->sub, MBK_STAGE_INSTANCE, MBK_STAGE_INSTANCE, &slots, NULL);
     size_t off[12];
     mbk_value_type ws = mbk_value_bytes(ws_layout(m, off), 64);
@@ -168,7 +168,7 @@ static int lsq_solve(const mbk_matter *m, const ct_solve_ws *w, double *A, doubl
 
 int ct_solve(const mbk_matter *m, const mbk_state *s, double *udot, mbk_spatial_vec *A)
 {
-    mt_cslots *sl = ct_slots(m, s);
+    ct_cslots *sl = ct_slots(m, s);
     int mt = sl->mp + sl->mv + sl->ma, rc;
     double *udoterr = mbk_state_upd_subsystem_udoterr(s, m->sub);
     double *mult = mbk_state_upd_subsystem_multipliers(s, m->sub);
@@ -342,7 +342,7 @@ static int solve_velocities(const mbk_matter *m, mbk_state *s, double tol)
 {
     int rc = mbk_system_realize(m->sys, s, MBK_STAGE_VELOCITY);
     if (rc < 0) return rc;
-    const mt_cslots *sl = ct_slots(m, s);
+    const ct_cslots *sl = ct_slots(m, s);
     int k = sl->mp + sl->mv;
     if (k == 0 || max_abs(mbk_state_get_uerr(s), k) <= tol) return MBK_OK;
     ct_solve_ws w = ct_workspace(m, s);
@@ -452,7 +452,7 @@ static int normal_part(const mbk_matter *m, const ct_solve_ws *w, int k, const d
 
 int ct_project_error(const mbk_matter *m, const mbk_state *s, double *qerr, double *uerr)
 {
-    const mt_cslots *sl = ct_slots(m, s);
+    const ct_cslots *sl = ct_slots(m, s);
     int mp = sl->mp, k = sl->mp + sl->mv, rc;
     if (k == 0) return MBK_OK;
     ct_solve_ws w = ct_workspace(m, s);
@@ -492,7 +492,7 @@ static int dense_need(const mbk_matter *m, const mbk_state *s, const void *out, 
     int rc = mt_need(m, s, MBK_STAGE_VELOCITY, fn);
     if (rc < 0) return rc;
     if (!out) return mbk_set_error(MBK_EINVAL, "%s: output is NULL", fn);
-    const mt_cslots *sl = ct_slots(m, s);
+    const ct_cslots *sl = ct_slots(m, s);
     return sl->mp + sl->mv + sl->ma;
 }
 

@@ -36,11 +36,11 @@ int ct_add(mbk_matter *m, const mbk_constraint_ops *ops, void *impl, const int *
         (ops->ma && (!ops->calc_aerr || !ops->apply_acceleration_forces)))
         return mbk_set_error(MBK_EINVAL, "%s: constraint '%s' lacks an error or force callback for one of "
                              "its levels", fn, ops->name ? ops->name : "?");
-    if (n_bodies < 0 || n_bodies > MT_MAX_CBODIES || n_mobilities < 0 || n_mobilities > MT_MAX_CBODIES ||
+    if (n_bodies < 0 || n_bodies > CT_MAX_BODIES || n_mobilities < 0 || n_mobilities > CT_MAX_BODIES ||
         n_bodies + n_mobilities == 0 || (n_bodies && !bodies) || (n_mobilities && (!mob_bodies || !coords)))
         return mbk_set_error(MBK_EINVAL, "%s: give 1..%d bodies and/or mobilities (arrays not NULL)", fn,
-                             MT_MAX_CBODIES);
-    mt_constraint c;
+                             CT_MAX_BODIES);
+    ct_constraint c;
     memset(&c, 0, sizeof c);
     c.ancestor = -1;
     for (int i = 0; i < n_bodies; ++i) {
@@ -71,7 +71,7 @@ int ct_add(mbk_matter *m, const mbk_constraint_ops *ops, void *impl, const int *
     ct_set *cs = ct_of(m);
     if (cs->ncons == cs->ccap) {
         int cap = cs->ccap ? 2 * cs->ccap : 8;
-        mt_constraint *nc = mbk_realloc(cs->cons, (size_t)cap * sizeof *nc);
+        ct_constraint *nc = mbk_realloc(cs->cons, (size_t)cap * sizeof *nc);
         if (!nc) return MBK_ENOMEM;
         cs->cons = nc;
         cs->ccap = cap;
@@ -297,7 +297,7 @@ const int *ct_enabled(const mbk_matter *m, const mbk_state *s)
     return mbk_state_get_discrete(s, m->sub, ct_of(m)->enabled_var);
 }
 
-mt_cslots *ct_slots(const mbk_matter *m, const mbk_state *s) { return mbk_state_upd_cache(s, m->sub, ct_of(m)->cache_slots); }
+ct_cslots *ct_slots(const mbk_matter *m, const mbk_state *s) { return mbk_state_upd_cache(s, m->sub, ct_of(m)->cache_slots); }
 
 /* Per-constraint starts within each group: p0, v0, a0 arrays after the header. */
 static int *slot_starts(const mbk_matter *m, const mbk_state *s, int group)
@@ -306,7 +306,7 @@ static int *slot_starts(const mbk_matter *m, const mbk_state *s, int group)
 }
 
 /* Which callback of which level: 0 perr, 1 pverr, 2 paerr, 3 verr, 4 vaerr, 5 aerr. */
-static int call_err(const mt_constraint *c, int which, const mbk_constraint_args *a, double *out)
+static int call_err(const ct_constraint *c, int which, const mbk_constraint_args *a, double *out)
 {
     const mbk_constraint_ops *o = &c->ops;
     int (*fn[6])(void *, const mbk_constraint_args *, double *) = {o->calc_perr, o->calc_pverr, o->calc_paerr,
@@ -316,7 +316,7 @@ static int call_err(const mt_constraint *c, int which, const mbk_constraint_args
 
 /* A callback that reported success must have written finite values: a NaN would
    otherwise surface later as a solve that "does not converge". */
-static int check_finite(const mt_constraint *c, int i, int which, const double *out, double t)
+static int check_finite(const ct_constraint *c, int i, int which, const double *out, double t)
 {
     static const char *const names[6] = {"calc_perr", "calc_pverr", "calc_paerr",
                                          "calc_verr", "calc_vaerr", "calc_aerr"};
@@ -340,11 +340,11 @@ int ct_eval(const mbk_matter *m, const mbk_state *s, int level, const mbk_spatia
             double *out)
 {
     const int *on = ct_enabled(m, s);
-    const mt_cslots *sl = ct_slots(m, s);
+    const ct_cslots *sl = ct_slots(m, s);
     const int *p0 = slot_starts(m, s, 0), *v0 = slot_starts(m, s, 1), *a0 = slot_starts(m, s, 2);
     for (int i = 0; i < ct_of(m)->ncons; ++i) {
         if (!on[i]) continue;
-        const mt_constraint *c = &ct_of(m)->cons[i];
+        const ct_constraint *c = &ct_of(m)->cons[i];
         mbk_constraint_args a = {m, s, c, A, udot};
         int rc = 0;
         /* level 0: perr; 1: [pverr, verr]; 2: [paerr, vaerr, aerr] */
@@ -369,15 +369,15 @@ int ct_apply(const mbk_matter *m, const mbk_state *s, const double *lambda, int 
              double *tau)
 {
     const int *on = ct_enabled(m, s);
-    const mt_cslots *sl = ct_slots(m, s);
+    const ct_cslots *sl = ct_slots(m, s);
     const mt_pos *pos = mt_cache(m, s, C_POS);
     const int *p0 = slot_starts(m, s, 0), *v0 = slot_starts(m, s, 1), *a0 = slot_starts(m, s, 2);
     for (int i = 0; i < ct_of(m)->ncons; ++i) {
         if (!on[i]) continue;
-        const mt_constraint *c = &ct_of(m)->cons[i];
+        const ct_constraint *c = &ct_of(m)->cons[i];
         mbk_constraint_args a = {m, s, c, NULL, NULL};
-        mbk_spatial_vec FA[MT_MAX_CBODIES];
-        double mf[MT_MAX_CBODIES];
+        mbk_spatial_vec FA[CT_MAX_BODIES];
+        double mf[CT_MAX_BODIES];
         memset(FA, 0, sizeof FA);
         memset(mf, 0, sizeof mf);
         int rc = 0;
@@ -408,7 +408,7 @@ int ct_apply(const mbk_matter *m, const mbk_state *s, const double *lambda, int 
 int ct_instance(const mbk_matter *m, mbk_state *s)
 {
     const int *on = ct_enabled(m, s);
-    mt_cslots *sl = ct_slots(m, s);
+    ct_cslots *sl = ct_slots(m, s);
     int *p0 = slot_starts(m, s, 0), *v0 = slot_starts(m, s, 1), *a0 = slot_starts(m, s, 2);
     sl->mp = sl->mv = sl->ma = 0;
     sl->rank = 0;
@@ -436,7 +436,7 @@ static void ct_cache_poses(const mbk_matter *m, const mbk_state *s)
     const mt_pos *pos = mt_cache(m, s, C_POS);
     mbk_transform *X = mbk_state_upd_cache(s, m->sub, ct_of(m)->cache_pose);
     for (int i = 0; i < ct_of(m)->ncons; ++i) {
-        const mt_constraint *c = &ct_of(m)->cons[i];
+        const ct_constraint *c = &ct_of(m)->cons[i];
         if (!on[i] || c->nb == 0) continue;
         mbk_transform X_AG = mbk_transform_invert(pos[c->ancestor].X_GB);
         for (int k = 0; k < c->nb; ++k) X[c->kin0 + k] = mbk_transform_compose(X_AG, pos[c->body[k]].X_GB);
@@ -454,7 +454,7 @@ static void ct_cache_velocities(const mbk_matter *m, const mbk_state *s)
     const mt_vel *vel = mt_cache(m, s, C_VEL);
     ct_body_vel *kv = mbk_state_upd_cache(s, m->sub, ct_of(m)->cache_vel);
     for (int i = 0; i < ct_of(m)->ncons; ++i) {
-        const mt_constraint *c = &ct_of(m)->cons[i];
+        const ct_constraint *c = &ct_of(m)->cons[i];
         if (!on[i] || c->nb == 0) continue;
         int A = c->ancestor;
         mbk_mat33 R_GA = pos[A].X_GB.R;
@@ -488,7 +488,7 @@ int ct_position(const mbk_matter *m, const mbk_state *s)
 int ct_velocity(const mbk_matter *m, const mbk_state *s)
 {
     ct_cache_velocities(m, s);
-    const mt_cslots *sl = ct_slots(m, s);
+    const ct_cslots *sl = ct_slots(m, s);
     if (sl->mp + sl->mv == 0) return MBK_OK;
     return ct_eval(m, s, 1, NULL, NULL, mbk_state_upd_subsystem_uerr(s, m->sub));
 }
@@ -543,7 +543,7 @@ int mbk_constraint_get_multipliers(const mbk_matter *m, const mbk_state *s, int 
     if (rc < 0 || (rc = mt_need(m, s, MBK_STAGE_ACCELERATION, fn)) < 0) return rc;
     if (!lambda) return mbk_set_error(MBK_EINVAL, "%s: lambda is NULL", fn);
     const mbk_constraint_ops *o = &ct_of(m)->cons[constraint].ops;
-    const mt_cslots *sl = ct_slots(m, s);
+    const ct_cslots *sl = ct_slots(m, s);
     const double *all = mbk_state_upd_subsystem_multipliers(s, m->sub);
     if (!ct_enabled(m, s)[constraint]) {
         memset(lambda, 0, (size_t)(o->mp + o->mv + o->ma) * sizeof(double));
@@ -567,7 +567,7 @@ int mbk_constraint_calc_reaction_forces(const mbk_matter *m, const mbk_state *s,
     if (mobility_forces) memset(mobility_forces, 0, (size_t)m->nu * sizeof *mobility_forces);
     if (!ct_enabled(m, s)[constraint]) return MBK_OK;
     /* only this constraint's multipliers: the others are zeroed in a copy */
-    const mt_cslots *sl = ct_slots(m, s);
+    const ct_cslots *sl = ct_slots(m, s);
     int mt = sl->mp + sl->mv + sl->ma;
     ct_solve_ws w = ct_workspace(m, s);
     const double *all = mbk_state_upd_subsystem_multipliers(s, m->sub);
@@ -591,7 +591,7 @@ int mbk_matter_get_constraint_rank(const mbk_matter *m, const mbk_state *s, int 
 {
     int rc = mt_need(m, s, MBK_STAGE_ACCELERATION, "mbk_matter_get_constraint_rank");
     if (rc < 0) return rc;
-    const mt_cslots *sl = ct_slots(m, s);
+    const ct_cslots *sl = ct_slots(m, s);
     if (rank) *rank = sl->rank;
     if (m_total) *m_total = sl->mp + sl->mv + sl->ma;
     return MBK_OK;

@@ -6,37 +6,37 @@
 #include "../matter/matter_impl.h"
 
 /* Most bodies and mobilities one constraint may name. */
-#define MT_MAX_CBODIES 8
+#define CT_MAX_BODIES 8
 
 /* One constraint (topology). */
-typedef struct mt_constraint {
+typedef struct ct_constraint {
     mbk_constraint_ops ops;       /* what it does (built-ins are ops tables too) */
     void *impl;                   /* its data, owned */
     int nb;                       /* constrained bodies */
-    int body[MT_MAX_CBODIES];     /* their body indices */
+    int body[CT_MAX_BODIES];     /* their body indices */
     int nmob;                     /* constrained mobilities */
-    int mob_body[MT_MAX_CBODIES]; /* body of each */
-    int mob_coord[MT_MAX_CBODIES];/* coordinate within that body's mobilizer */
+    int mob_body[CT_MAX_BODIES]; /* body of each */
+    int mob_coord[CT_MAX_BODIES];/* coordinate within that body's mobilizer */
     int ancestor;                 /* nearest common ancestor of everything it names */
     int kin0;                     /* its bodies' first slot in the cache_pose and cache_vel entries */
     bool builtin;                 /* added by a built-in's add function, not add_custom (messages) */
-} mt_constraint;
+} ct_constraint;
 
 /* Where each enabled constraint's equations sit (Instance stage): starts within
    the holonomic, nonholonomic and acceleration-only groups, -1 when disabled. */
-typedef struct mt_cslots {
+typedef struct ct_cslots {
     int mp, mv, ma;               /* totals over enabled constraints */
     int rank;                     /* rank found by the last acceleration solve */
-} mt_cslots;
+} ct_cslots;
 
 /* The constraint code's data for one matter subsystem (matter's `con`). */
 typedef struct ct_set {
-    mt_constraint *cons;   /* constraints in the order added */
+    ct_constraint *cons;   /* constraints in the order added */
     int ncons, ccap;       /* count and capacity */
     int mmax;              /* equations of all constraints (all enabled) */
     int enabled_var;       /* discrete variable (Instance): one int per constraint */
     int lwork;             /* LAPACK workspace size for the m x m solves */
-    int cache_slots;       /* cache entry: mt_cslots and the slot starts (Instance) */
+    int cache_slots;       /* cache entry: ct_cslots and the slot starts (Instance) */
     int cache_solve;       /* cache entry: the solve work space (lazy, never valid) */
     int cache_pose;        /* cache entry: constrained bodies' X_AB (Position), from kin0 */
     int cache_vel;         /* cache entry: their ct_body_vel (Velocity), from kin0 */
@@ -50,7 +50,7 @@ static inline ct_set *ct_of(const mbk_matter *m) { return (ct_set *)m->con; }
 struct mbk_constraint_args {
     const mbk_matter *m;       /* matter subsystem */
     const mbk_state *s;        /* the State (positions, velocities) */
-    const mt_constraint *c;    /* the constraint */
+    const ct_constraint *c;    /* the constraint */
     const mbk_spatial_vec *A;  /* body accelerations in G (acceleration level), else NULL */
     const double *udot;        /* udot giving A (acceleration level), else NULL */
 };
@@ -76,7 +76,7 @@ typedef struct ct_solve_ws {
 /* The enabled flags (one int per constraint). */
 const int *ct_enabled(const mbk_matter *m, const mbk_state *s);
 /* Totals and rank of the enabled constraints. */
-mt_cslots *ct_slots(const mbk_matter *m, const mbk_state *s);
+ct_cslots *ct_slots(const mbk_matter *m, const mbk_state *s);
 /* Errors of a level for all enabled constraints: 0 perr; 1 [pverr, verr]; 2 [paerr, vaerr, aerr]. */
 int ct_eval(const mbk_matter *m, const mbk_state *s, int level, const mbk_spatial_vec *A,
             const double *udot, double *out);

@@ -42,7 +42,7 @@ static int layout(const mbk_system *sys, const mbk_matter *m, mbk_state *s, cons
         return mbk_set_error(MBK_EINVAL, "%s: form %d is not MBK_DAE_INDEX1, MBK_DAE_INDEX3 or MBK_DAE_GGL", fn,
                              (int)opt->form);
     if ((rc = mbk_system_realize(sys, s, MBK_STAGE_INSTANCE)) < 0) return rc;
-    const mt_cslots *sl = ct_slots(m, s);
+    const ct_cslots *sl = ct_slots(m, s);
     int mt = sl->mp + sl->mv + sl->ma;
     memset(L, 0, sizeof *L);
     L->nq = mbk_state_get_nq(s);
@@ -118,7 +118,7 @@ int mbk_system_calc_constrained_dae_residual(const mbk_system *sys, mbk_state *s
         for (int i = 0; i < L.ny; ++i) r[i] = yp[i] - ydot[i];
         return MBK_OK;
     }
-    const mt_cslots *sl = ct_slots(m, s);
+    const ct_cslots *sl = ct_slots(m, s);
     int mp = sl->mp, mv = sl->mv, mt = L.m;
     ct_solve_ws w = ct_workspace(m, s);
     const double *lam = y + L.ny, *mu = lam + L.nlambda, *upm = yp + u0;

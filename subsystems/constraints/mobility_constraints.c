@@ -78,7 +78,7 @@ static double d1(const coupler *c, const double *x, int i)
 static int cc_perr(void *impl, const mbk_constraint_args *a, double *e)
 {
     const coupler *c = impl;
-    double q[MT_MAX_CBODIES];
+    double q[CT_MAX_BODIES];
     gather(a, c->n, 0, q);
     *e = mbk_function_value(&c->f, q);
     return 0;
@@ -87,7 +87,7 @@ static int cc_perr(void *impl, const mbk_constraint_args *a, double *e)
 static int cc_pverr(void *impl, const mbk_constraint_args *a, double *e)
 {
     const coupler *c = impl;
-    double q[MT_MAX_CBODIES];
+    double q[CT_MAX_BODIES];
     gather(a, c->n, 0, q);
     *e = 0;
     for (int i = 0; i < c->n; ++i) *e += d1(c, q, i) * mbk_constraint_get_qdot(a, i);
@@ -97,7 +97,7 @@ static int cc_pverr(void *impl, const mbk_constraint_args *a, double *e)
 static int cc_paerr(void *impl, const mbk_constraint_args *a, double *e)
 {
     const coupler *c = impl;
-    double q[MT_MAX_CBODIES], qd[MT_MAX_CBODIES];
+    double q[CT_MAX_BODIES], qd[CT_MAX_BODIES];
     gather(a, c->n, 0, q);
     for (int i = 0; i < c->n; ++i) qd[i] = mbk_constraint_get_qdot(a, i);
     *e = 0;
@@ -116,7 +116,7 @@ static int cc_forces(void *impl, const mbk_constraint_args *a, const double *l, 
 {
     (void)F;
     const coupler *c = impl;
-    double x[MT_MAX_CBODIES];
+    double x[CT_MAX_BODIES];
     gather(a, c->n, 0, x);
     for (int i = 0; i < c->n; ++i) mbk_constraint_add_mobility_force(a, i, l[0] * d1(c, x, i), mf);
     return 0;
@@ -126,7 +126,7 @@ static int cc_forces(void *impl, const mbk_constraint_args *a, const double *l, 
 static int sc_verr(void *impl, const mbk_constraint_args *a, double *e)
 {
     const coupler *c = impl;
-    double u[MT_MAX_CBODIES];
+    double u[CT_MAX_BODIES];
     gather(a, c->n, 1, u);
     *e = mbk_function_value(&c->f, u);
     return 0;
@@ -135,7 +135,7 @@ static int sc_verr(void *impl, const mbk_constraint_args *a, double *e)
 static int sc_vaerr(void *impl, const mbk_constraint_args *a, double *e)
 {
     const coupler *c = impl;
-    double u[MT_MAX_CBODIES];
+    double u[CT_MAX_BODIES];
     gather(a, c->n, 1, u);
     *e = 0;
     for (int i = 0; i < c->n; ++i) *e += d1(c, u, i) * mbk_constraint_get_udot(a, i);
@@ -146,7 +146,7 @@ static int sc_forces(void *impl, const mbk_constraint_args *a, const double *l, 
 {
     (void)F;
     const coupler *c = impl;
-    double u[MT_MAX_CBODIES];
+    double u[CT_MAX_BODIES];
     gather(a, c->n, 1, u);
     for (int i = 0; i < c->n; ++i) mbk_constraint_add_mobility_force(a, i, l[0] * d1(c, u, i), mf);
     return 0;
@@ -232,8 +232,8 @@ static int add_function(mbk_matter *m, const mbk_constraint_ops *ops, mbk_functi
 {
     int rc = MBK_OK;
     if (!m) rc = mbk_set_error(MBK_EINVAL, "%s: matter is NULL", fn);
-    else if (n < 1 || n > MT_MAX_CBODIES || !bodies || !coords)
-        rc = mbk_set_error(MBK_EINVAL, "%s: give 1..%d coordinates (arrays not NULL)", fn, MT_MAX_CBODIES);
+    else if (n < 1 || n > CT_MAX_BODIES || !bodies || !coords)
+        rc = mbk_set_error(MBK_EINVAL, "%s: give 1..%d coordinates (arrays not NULL)", fn, CT_MAX_BODIES);
     else if (mbk_function_check(&f, order) < 0) rc = mbk_last_status();
     else if (f.ops->n_args != args)
         rc = mbk_set_error(MBK_EINVAL, "%s: the function takes %d arguments; it needs %d", fn, f.ops->n_args, args);
