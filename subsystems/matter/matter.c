@@ -228,6 +228,18 @@ static int mt_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     m->sub = k;
     m->euler_var = mbk_state_allocate_discrete(s, k, MBK_STAGE_MODEL, &mbk_value_bool, &off);
     if (mbk_state_allocate_u(s, k, m->nu, NULL) < 0 || m->euler_var < 0) return -1;
+    /* mass properties are Instance-stage in the State (as in Simbody), starting as given */
+    size_t mbytes = sizeof(mt_mass_table) + (size_t)m->nb * sizeof(mt_massprops);
+    mt_mass_table *mt = mbk_calloc(1, mbytes);
+    if (!mt) return MBK_ENOMEM;
+    for (int i = 0; i < m->nb; ++i) {
+        const mt_body *b = &m->bodies[i];
+        mt->body[i] = (mt_massprops){b->mass, b->com, b->I_B, b->I_diagonal};
+    }
+    mbk_value_type mtype = mbk_value_bytes(mbytes, 8);
+    m->mass_var = mbk_state_allocate_discrete(s, k, MBK_STAGE_INSTANCE, &mtype, mt);
+    mbk_free(mt);
+    if (m->mass_var < 0) return -1;
     /* Sizes are fixed at Topology (nq is at most 7 per body), so every entry is allocated now. */
     const struct { int dep, by; size_t bytes; } spec[NUM_CACHE] = {
         [C_QLAYOUT] = {MBK_STAGE_MODEL, MBK_STAGE_MODEL, (2 * (size_t)m->nb + (size_t)m->npin + 1) * sizeof(int)},
@@ -421,6 +433,58 @@ int mbk_matter_set_use_euler_angles(const mbk_matter *m, mbk_state *s, bool on)
 bool mbk_matter_get_use_euler_angles(const mbk_matter *m, const mbk_state *s)
 {
     return m && mbk_system_check_state(m->sys, s) == MBK_OK && use_euler(m, s);
+}
+
+/* ---- per-State mass properties (Instance stage, as in Simbody) ---- */
+
+int mbk_matter_set_body_mass_props(const mbk_matter *m, mbk_state *s, int body, const mbk_mass_props *mp)
+{
+    const char *fn = "mbk_matter_set_body_mass_props";
+    if (!m) return mbk_set_error(MBK_EINVAL, "%s: matter is NULL", fn);
+    int rc = mbk_system_check_state(m->sys, s);
+    if (rc < 0 || (rc = mt_need_body(m, body, fn)) < 0) return rc;
+    if (body == 0) return mbk_set_error(MBK_EINVAL, "%s: Ground (body 0) has no mass properties to set", fn);
+    if (!mp || !mbk_mass_props_is_valid(*mp))
+        return mbk_set_error(MBK_EINVAL, "%s: body %d: mass properties must be finite with mass >= 0 and a "
+                             "symmetric, positive semi-definite inertia obeying the triangle inequality", fn, body);
+    mbk_mat33 I_o = mbk_mass_props_inertia_about_origin(*mp);
+    mt_massprops rec = {mp->mass, mp->com, mt_sym3_of(&I_o), 0};
+    rec.diagonal = rec.I_B.xy == 0.0 && rec.I_B.xz == 0.0 && rec.I_B.yz == 0.0;
+    const mt_mass_table *old = mbk_state_get_discrete(s, m->sub, m->mass_var);
+    if (!old) return mbk_last_status();
+    if (old->custom && memcmp(&old->body[body], &rec, sizeof rec) == 0) return MBK_OK; /* keep the stage */
+    mt_mass_table *t = mbk_state_upd_discrete(s, m->sub, m->mass_var); /* invalidates Instance */
+    if (!t) return mbk_last_status();
+    t->body[body] = rec;
+    t->custom = 1;
+    return MBK_OK;
+}
+
+int mbk_matter_get_state_body_mass_props(const mbk_matter *m, const mbk_state *s, int body, mbk_mass_props *mp)
+{
+    const char *fn = "mbk_matter_get_state_body_mass_props";
+    if (!m || !mp) return mbk_set_error(MBK_EINVAL, "%s: matter and output must not be NULL", fn);
+    int rc = mbk_system_check_state(m->sys, s);
+    if (rc < 0 || (rc = mt_need_body(m, body, fn)) < 0) return rc;
+    const mt_mass_table *t = mbk_state_get_discrete(s, m->sub, m->mass_var);
+    if (!t) return mbk_last_status();
+    const mt_massprops *r = &t->body[body];
+    *mp = mbk_mass_props_from_origin(r->mass, r->com, mt_sym3_full(&r->I_B));
+    return MBK_OK;
+}
+
+int mbk_matter_calc_state_total_mass(const mbk_matter *m, const mbk_state *s, double *mass)
+{
+    const char *fn = "mbk_matter_calc_state_total_mass";
+    if (!m || !mass) return mbk_set_error(MBK_EINVAL, "%s: matter and output must not be NULL", fn);
+    int rc = mbk_system_check_state(m->sys, s);
+    if (rc < 0) return rc;
+    const mt_mass_table *t = mbk_state_get_discrete(s, m->sub, m->mass_var);
+    if (!t) return mbk_last_status();
+    double total = 0.0;
+    for (int i = 1; i < m->nb; ++i) total += t->body[i].mass;
+    *mass = total;
+    return MBK_OK;
 }
 
 /* which: 0 nq, 1 nu, 2 q start, 3 u start. */

@@ -45,7 +45,25 @@ typedef struct mt_pos {
     mbk_vec3 r_PB;         /* parent origin to body origin, in G */
     mt_sym3 I_G;           /* inertia about B's origin, in G */
     mbk_vec3 c_G;          /* centre of mass from B's origin, in G */
+    double mass;           /* the State's mass of the body (its mass properties are Instance-stage) */
 } mt_pos;
+
+/* A body's mass properties as the sweeps use them (about B's origin, in B). */
+typedef struct mt_massprops {
+    double mass;           /* body mass */
+    mbk_vec3 com;          /* centre of mass from B's origin, in B */
+    mt_sym3 I_B;           /* inertia about B's origin, in B */
+    int diagonal;          /* I_B has no off-diagonal entries */
+} mt_massprops;
+
+/* The per-State mass properties (a discrete variable of matter, Instance stage):
+   `custom` is 0 while every body keeps the System's own values, so Position reads
+   them from the bodies (the fast path) and never from this table. */
+typedef struct mt_mass_table {
+    int custom;            /* some body's mass properties were set in this State */
+    int pad;
+    mt_massprops body[];   /* nb records, Ground's first */
+} mt_mass_table;
 
 /* Position-stage frame data of a joint that is not a spin (a spin needs neither:
    no HDot, no offset), kept apart from mt_pos so the sweeps of long chains of
@@ -100,6 +118,7 @@ struct mbk_matter {
     int *fed;              /* the bodies whose node says fed (their sums are zeroed before a sweep) */
     int nfed;              /* how many */
     int euler_var;         /* discrete variable (Model): use Euler angles */
+    int mass_var;          /* discrete variable (Instance): the State's mass properties (mt_mass_table) */
     const mt_constraint_hooks *con_hooks; /* installed by the constraint code; NULL: none */
     void *con;             /* the constraint code's data (its ct_set), owned through con_hooks */
     int cache[NUM_CACHE];  /* cache entry indices (allocated at Topology) */
@@ -120,6 +139,13 @@ static inline int *qlayout(const mbk_matter *m, const mbk_state *s) { return mt_
 
 /* The Euler-angle choice as the q layout recorded it: one lookup fewer per sweep. */
 static inline bool layout_euler(const mbk_matter *m, const int *lay) { return lay[2 * m->nb + m->npin] != 0; }
+
+/* The State's mass properties, or NULL while they are the System's own (read mt_body). */
+static inline const mt_massprops *mt_state_mass(const mbk_matter *m, const mbk_state *s)
+{
+    const mt_mass_table *t = mbk_state_get_discrete(s, m->sub, m->mass_var);
+    return t && t->custom ? t->body : NULL;
+}
 
 static inline bool use_euler(const mbk_matter *m, const mbk_state *s)
 {
