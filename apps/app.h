@@ -102,6 +102,9 @@ void app_make_parent_dir(const char *path);
 int app_info(const app_model *m, bool all);
 int app_bench(const app_model *m, double seconds_per_test);
 
+/* ---- sweep (app_sweep.c): `mbk sweep`, arguments after the command ---- */
+int app_sweep_main(int argc, char **argv);
+
 /* ---- helpers ---- */
 double app_now(void);          /* monotonic wall time in seconds */
 int app_fail(const char *what); /* prints mbk_last_error(); returns APP_FAIL */

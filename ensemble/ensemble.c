@@ -36,6 +36,8 @@ struct mbk_ensemble {
     mbk_integrator_setup_fn setup;
     void *setup_user;
     int n_run, n_failed;         /* of the last run */
+    unsigned char *skip;         /* bit per member: not to run (NULL: none skipped) */
+    int n_skipped;
 };
 
 /* One run: the shared queues and what the workers need. */
@@ -105,7 +107,40 @@ mbk_ensemble *mbk_ensemble_create(const mbk_system *sys, int n_members)
     return e;
 }
 
-void mbk_ensemble_destroy(mbk_ensemble *e) { mbk_free(e); }
+void mbk_ensemble_destroy(mbk_ensemble *e)
+{
+    if (!e) return;
+    mbk_free(e->skip);
+    mbk_free(e);
+}
+
+int mbk_ensemble_skip_member(mbk_ensemble *e, int member)
+{
+    const char *fn = "mbk_ensemble_skip_member";
+    if (!e) return mbk_set_error(MBK_EINVAL, "%s: ensemble is NULL", fn);
+    if (member < 0 || member >= e->n)
+        return mbk_set_error(MBK_EINVAL, "%s: member %d does not exist; there are %d", fn, member, e->n);
+    if (!e->skip && !(e->skip = mbk_calloc((size_t)e->n / 8 + 1, 1))) return MBK_ENOMEM;
+    unsigned char bit = (unsigned char)(1u << (member % 8));
+    if (!(e->skip[member / 8] & bit)) e->n_skipped++;
+    e->skip[member / 8] |= bit;
+    return MBK_OK;
+}
+
+bool mbk_ensemble_is_skipped(const mbk_ensemble *e, int member)
+{
+    return e && e->skip && member >= 0 && member < e->n && (e->skip[member / 8] >> (member % 8)) & 1u;
+}
+
+int mbk_ensemble_get_num_skipped(const mbk_ensemble *e) { return e ? e->n_skipped : 0; }
+
+int mbk_ensemble_set_result_counts(mbk_ensemble *e, int n_run, int n_failed)
+{
+    if (!e) return mbk_set_error(MBK_EINVAL, "mbk_ensemble_set_result_counts: ensemble is NULL");
+    e->n_run = n_run;
+    e->n_failed = n_failed;
+    return MBK_OK;
+}
 
 /* Short names and the library's display names of the integrators. */
 static const struct {
@@ -469,10 +504,16 @@ int mbk_ensemble_run_driver(mbk_ensemble *e, double t_final, size_t record_size,
         if (exhausted && r.work_count == 0 && r.in_flight == 0 && r.done_count == 0) {
             pthread_mutex_unlock(&r.lock);
             bool fin = !driver->finished || driver->finished(driver_data);
-            int prc = fin || !driver->poll ? 0 : driver->poll(driver_data, 0.002);
+            pthread_mutex_lock(&r.lock);
+            if (fin) break;
+            /* the driver waits for others (rank 0 for the other ranks): poll every 2 ms */
+            struct timespec ts;
+            deadline_in(&ts, 0.002);
+            pthread_cond_timedwait(&r.coord_cv, &r.lock, &ts);
+            pthread_mutex_unlock(&r.lock);
+            int prc = driver->poll ? driver->poll(driver_data, 0.0) : 0;
             pthread_mutex_lock(&r.lock);
             if (prc != 0) rc = mbk_last_status() < 0 ? mbk_last_status() : MBK_EUSER;
-            if (fin) break;
             continue;
         }
         if (progressed) continue;
@@ -515,6 +556,7 @@ int mbk_ensemble_run_driver(mbk_ensemble *e, double t_final, size_t record_size,
 /* ------------------------------------------------------------------ */
 
 typedef struct local_driver {
+    const mbk_ensemble *e;
     int next, n;
     mbk_member_collect_fn collect;
     mbk_member_done_fn done;
@@ -524,9 +566,13 @@ typedef struct local_driver {
 static int local_fetch(void *d, int *members, int cap)
 {
     local_driver *l = d;
+    while (l->next < l->n && mbk_ensemble_is_skipped(l->e, l->next)) l->next++;
     if (l->next >= l->n) return -1;
     int k = 0;
-    while (k < cap && l->next < l->n) members[k++] = l->next++;
+    while (k < cap && l->next < l->n) {
+        if (!mbk_ensemble_is_skipped(l->e, l->next)) members[k++] = l->next;
+        l->next++;
+    }
     return k;
 }
 
@@ -540,7 +586,7 @@ int mbk_ensemble_run_records(mbk_ensemble *e, double t_final, size_t record_size
                              mbk_member_pack_fn pack, mbk_member_collect_fn collect, void *user)
 {
     if (!e) return mbk_set_error(MBK_EINVAL, "mbk_ensemble_run_records: ensemble is NULL");
-    local_driver l = {0, e->n, collect, NULL, user};
+    local_driver l = {e, 0, e->n, collect, NULL, user};
     const mbk_ensemble_driver d = {local_fetch, local_deliver, NULL, NULL};
     return mbk_ensemble_run_driver(e, t_final, record_size, init, pack, &d, &l, user);
 }

@@ -101,6 +101,12 @@ int mbk_ensemble_run(mbk_ensemble *e, double t_final, mbk_member_init_fn init,
 int mbk_ensemble_run_records(mbk_ensemble *e, double t_final, size_t record_size,
                              mbk_member_init_fn init, mbk_member_pack_fn pack,
                              mbk_member_collect_fn collect, void *user);
+/* Leave a member out of every later run (it finished before: resuming a sweep). */
+int mbk_ensemble_skip_member(mbk_ensemble *e, int member);
+/* Whether a member is left out. */
+bool mbk_ensemble_is_skipped(const mbk_ensemble *e, int member);
+/* How many members are left out. */
+int mbk_ensemble_get_num_skipped(const mbk_ensemble *e);
 /* Members run by the last run and, of those, how many failed (negative status). */
 int mbk_ensemble_get_num_run(const mbk_ensemble *e);
 int mbk_ensemble_get_num_failed(const mbk_ensemble *e);
@@ -129,6 +135,9 @@ typedef struct mbk_ensemble_driver {
        was delivered (rank 0 waits for the other ranks' records). NULL: yes. */
     bool (*finished)(void *data);
 } mbk_ensemble_driver;
+/* For drivers whose members ran elsewhere too (MPI): set the counts that
+   mbk_ensemble_get_num_run and _num_failed report. */
+int mbk_ensemble_set_result_counts(mbk_ensemble *e, int n_run, int n_failed);
 int mbk_ensemble_run_driver(mbk_ensemble *e, double t_final, size_t record_size,
                             mbk_member_init_fn init, mbk_member_pack_fn pack,
                             const mbk_ensemble_driver *driver, void *driver_data, void *user);
