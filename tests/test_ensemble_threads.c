@@ -176,6 +176,7 @@ static void test_failures(model *m)
     mbk_ensemble *e = mbk_ensemble_create(m->sys, N);
     done_ctx d = {&w, e};
     w.fail_init = 0, w.fail_run = -1;
+    pthread_mutex_init(&w.lock, NULL);
     mbk_ensemble_set_threads(e, 2);
     mbk_ensemble_set_integrator(e, "rkmerson", 1e-5);
     CHECK_INT(mbk_ensemble_run(e, 0.05, done_init, member_done, &d), MBK_OK);
@@ -183,6 +184,7 @@ static void test_failures(model *m)
     /* a result callback that aborts ends the run with an error */
     CHECK(mbk_ensemble_run_records(e, 0.05, 8, done_init, member_pack, member_collect, &d) < 0);
     mbk_ensemble_destroy(e);
+    pthread_mutex_destroy(&w.lock);
 }
 
 static void test_random(void)

@@ -79,7 +79,7 @@ static int gravity_force(const fe_elem *e, const double *p, const mbk_force_ctx 
     const mt_pos *pos = mt_cache(m, s, C_POS);
     mbk_vec3 g = mbk_vec3_make(p[0], p[1], p[2]);
     for (int b = 1; b < m->nb; ++b) {
-        mbk_vec3 f = mbk_vec3_scale(g, pos[b].mass);
+        mbk_vec3 f = mbk_vec3_scale(g, mt_pos_mass(m, pos)[b]);
         fe_add_force_at(&F[b], pos[b].c_G, f);
     }
     return 0;
@@ -96,7 +96,7 @@ static int gravity_energy(const fe_elem *e, const double *p, const mbk_force_ctx
     mbk_vec3 g = mbk_vec3_make(p[0], p[1], p[2]);
     for (int b = 1; b < m->nb; ++b) {
         mbk_vec3 com = mbk_vec3_add(pos[b].X_GB.p, pos[b].c_G);
-        *pe -= pos[b].mass * (mbk_vec3_dot(g, com) + p[3]);
+        *pe -= mt_pos_mass(m, pos)[b] * (mbk_vec3_dot(g, com) + p[3]);
     }
     return 0;
 }

@@ -229,24 +229,16 @@ static int mt_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     m->euler_var = mbk_state_allocate_discrete(s, k, MBK_STAGE_MODEL, &mbk_value_bool, &off);
     if (mbk_state_allocate_u(s, k, m->nu, NULL) < 0 || m->euler_var < 0) return -1;
     /* mass properties are Instance-stage in the State (as in Simbody), starting as given */
-    size_t mbytes = sizeof(mt_mass_table) + (size_t)m->nb * sizeof(mt_massprops);
-    mt_mass_table *mt = mbk_calloc(1, mbytes);
-    if (!mt) return MBK_ENOMEM;
-    for (int i = 0; i < m->nb; ++i) {
-        const mt_body *b = &m->bodies[i];
-        mt->body[i] = (mt_massprops){b->mass, b->com, b->I_B, b->I_diagonal};
-    }
-    mbk_value_type mtype = mbk_value_bytes(mbytes, 8);
-    m->mass_var = mbk_state_allocate_discrete(s, k, MBK_STAGE_INSTANCE, &mtype, mt);
-    mbk_free(mt);
+    const mt_mass_ref none = {NULL, 0};
+    m->mass_var = mbk_state_allocate_discrete(s, k, MBK_STAGE_INSTANCE, &mt_value_mass_ref, &none);
     if (m->mass_var < 0) return -1;
     /* Sizes are fixed at Topology (nq is at most 7 per body), so every entry is allocated now. */
     const struct { int dep, by; size_t bytes; } spec[NUM_CACHE] = {
-        [C_QLAYOUT] = {MBK_STAGE_MODEL, MBK_STAGE_MODEL, (2 * (size_t)m->nb + (size_t)m->npin + 1) * sizeof(int)},
+        [C_QLAYOUT] = {MBK_STAGE_MODEL, MBK_STAGE_MODEL, (2 * (size_t)m->nb + (size_t)m->npin + 2) * sizeof(int)},
         /* sines, then cosines, of the Pin angles */
         [C_TRIG] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (2 * (size_t)m->npin + 1) * sizeof(double)},
         [C_QN] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)(MBK_MOBILIZER_MAX_Q * m->nb) * sizeof(double)},
-        [C_POS] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)m->nb * sizeof(mt_pos)},
+        [C_POS] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)m->nb * (sizeof(mt_pos) + sizeof(double))},
         [C_JOINT] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)m->nb * sizeof(mt_joint_frame)},
         [C_H] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)(m->nu + 1) * sizeof(mbk_spatial_vec)},
         [C_VEL] = {MBK_STAGE_VELOCITY, MBK_STAGE_VELOCITY, (size_t)m->nb * sizeof(mt_vel)},
@@ -288,6 +280,7 @@ static int mt_model(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         if (m->bodies[b].pin) lay[2 * m->nb + m->bodies[b].pin_slot] = lay[2 * b];
     }
     lay[2 * m->nb + m->npin] = euler;
+    lay[2 * m->nb + m->npin + 1] = 0; /* mass properties: set at Instance */
     double *q0 = mbk_calloc((size_t)(nq + 1), sizeof(double));
     if (!q0) return MBK_ENOMEM;
     for (int b = 1; b < m->nb; ++b) {
@@ -304,6 +297,13 @@ static int mt_instance(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 {
     (void)c;
     const mbk_matter *m = impl;
+    /* where Position finds whether this State has mass properties of its own */
+    const mt_mass_ref *r = mbk_state_get_discrete(s, m->sub, m->mass_var);
+    if (!r) return -1;
+    if (r->lost)
+        return mbk_set_error(MBK_ENOMEM, "matter: copying this State could not allocate its mass properties; "
+                             "set them again");
+    qlayout(m, s)[2 * m->nb + m->npin + 1] = r->table != NULL;
     return m->con_hooks ? m->con_hooks->instance(m, s) : 0;
 }
 
@@ -437,6 +437,52 @@ bool mbk_matter_get_use_euler_angles(const mbk_matter *m, const mbk_state *s)
 
 /* ---- per-State mass properties (Instance stage, as in Simbody) ---- */
 
+static mt_mass_table *mass_table_dup(const mt_mass_table *t)
+{
+    size_t bytes = sizeof *t + (size_t)t->nb * sizeof t->body[0];
+    mt_mass_table *c = mbk_malloc(bytes);
+    if (c) memcpy(c, t, bytes);
+    return c;
+}
+
+static void mass_ref_copy(void *dst, const void *src)
+{
+    const mt_mass_ref *from = src;
+    mt_mass_ref *to = dst;
+    to->table = from->table ? mass_table_dup(from->table) : NULL;
+    to->lost = from->lost || (from->table && !to->table);
+}
+
+static void mass_ref_destroy(void *value)
+{
+    mt_mass_ref *r = value;
+    mbk_free(r->table);
+    r->table = NULL;
+}
+
+const mbk_value_type mt_value_mass_ref = {"matter mass properties", sizeof(mt_mass_ref), _Alignof(mt_mass_ref),
+                                          mass_ref_copy, mass_ref_destroy};
+
+/* A body's mass properties as the sweeps store them. */
+static mt_massprops body_record(const mt_body *b)
+{
+    mt_massprops r = {b->mass, b->com, b->I_B, b->I_diagonal};
+    return r;
+}
+
+static bool same_record(const mt_massprops *a, const mt_massprops *b)
+{
+    return a->mass == b->mass && a->com.x == b->com.x && a->com.y == b->com.y && a->com.z == b->com.z &&
+           a->I_B.xx == b->I_B.xx && a->I_B.yy == b->I_B.yy && a->I_B.zz == b->I_B.zz && a->I_B.xy == b->I_B.xy &&
+           a->I_B.xz == b->I_B.xz && a->I_B.yz == b->I_B.yz;
+}
+
+/* The record of body `body` in this State (the body's own without a table). */
+static mt_massprops state_record(const mbk_matter *m, const mt_mass_ref *r, int body)
+{
+    return r->table ? r->table->body[body] : body_record(&m->bodies[body]);
+}
+
 int mbk_matter_set_body_mass_props(const mbk_matter *m, mbk_state *s, int body, const mbk_mass_props *mp)
 {
     const char *fn = "mbk_matter_set_body_mass_props";
@@ -450,13 +496,24 @@ int mbk_matter_set_body_mass_props(const mbk_matter *m, mbk_state *s, int body, 
     mbk_mat33 I_o = mbk_mass_props_inertia_about_origin(*mp);
     mt_massprops rec = {mp->mass, mp->com, mt_sym3_of(&I_o), 0};
     rec.diagonal = rec.I_B.xy == 0.0 && rec.I_B.xz == 0.0 && rec.I_B.yz == 0.0;
-    const mt_mass_table *old = mbk_state_get_discrete(s, m->sub, m->mass_var);
+    const mt_mass_ref *old = mbk_state_get_discrete(s, m->sub, m->mass_var);
     if (!old) return mbk_last_status();
-    if (old->custom && memcmp(&old->body[body], &rec, sizeof rec) == 0) return MBK_OK; /* keep the stage */
-    mt_mass_table *t = mbk_state_upd_discrete(s, m->sub, m->mass_var); /* invalidates Instance */
-    if (!t) return mbk_last_status();
+    if (old->table && same_record(&old->table->body[body], &rec)) return MBK_OK; /* keep the stage */
+    mt_mass_table *t = old->table;
+    if (!t) { /* the first change: this State gets a table of its own */
+        t = mbk_malloc(sizeof *t + (size_t)m->nb * sizeof t->body[0]);
+        if (!t) return mbk_set_error(MBK_ENOMEM, "%s: out of memory", fn);
+        t->nb = m->nb;
+        t->pad = 0;
+        for (int i = 0; i < m->nb; ++i) t->body[i] = body_record(&m->bodies[i]);
+    }
+    mt_mass_ref *r = mbk_state_upd_discrete(s, m->sub, m->mass_var); /* invalidates Instance */
+    if (!r) {
+        if (t != old->table) mbk_free(t);
+        return mbk_last_status();
+    }
+    r->table = t;
     t->body[body] = rec;
-    t->custom = 1;
     return MBK_OK;
 }
 
@@ -466,10 +523,10 @@ int mbk_matter_get_state_body_mass_props(const mbk_matter *m, const mbk_state *s
     if (!m || !mp) return mbk_set_error(MBK_EINVAL, "%s: matter and output must not be NULL", fn);
     int rc = mbk_system_check_state(m->sys, s);
     if (rc < 0 || (rc = mt_need_body(m, body, fn)) < 0) return rc;
-    const mt_mass_table *t = mbk_state_get_discrete(s, m->sub, m->mass_var);
-    if (!t) return mbk_last_status();
-    const mt_massprops *r = &t->body[body];
-    *mp = mbk_mass_props_from_origin(r->mass, r->com, mt_sym3_full(&r->I_B));
+    const mt_mass_ref *r = mbk_state_get_discrete(s, m->sub, m->mass_var);
+    if (!r) return mbk_last_status();
+    mt_massprops rec = state_record(m, r, body);
+    *mp = mbk_mass_props_from_origin(rec.mass, rec.com, mt_sym3_full(&rec.I_B));
     return MBK_OK;
 }
 
@@ -479,10 +536,10 @@ int mbk_matter_calc_state_total_mass(const mbk_matter *m, const mbk_state *s, do
     if (!m || !mass) return mbk_set_error(MBK_EINVAL, "%s: matter and output must not be NULL", fn);
     int rc = mbk_system_check_state(m->sys, s);
     if (rc < 0) return rc;
-    const mt_mass_table *t = mbk_state_get_discrete(s, m->sub, m->mass_var);
-    if (!t) return mbk_last_status();
+    const mt_mass_ref *r = mbk_state_get_discrete(s, m->sub, m->mass_var);
+    if (!r) return mbk_last_status();
     double total = 0.0;
-    for (int i = 1; i < m->nb; ++i) total += t->body[i].mass;
+    for (int i = 1; i < m->nb; ++i) total += state_record(m, r, i).mass;
     *mass = total;
     return MBK_OK;
 }
