@@ -516,7 +516,8 @@ int mbk_ensemble_run_driver(mbk_ensemble *e, double t_final, size_t record_size,
             if (prc != 0) rc = mbk_last_status() < 0 ? mbk_last_status() : MBK_EUSER;
             continue;
         }
-        if (progressed) continue;
+        /* a record may have arrived while the lock was released for fetch or finished */
+        if (progressed || r.done_count > 0) continue;
         if (driver->poll) {
             /* wake for the workers or, every 2 ms, for the driver's communication */
             struct timespec ts;
@@ -527,7 +528,10 @@ int mbk_ensemble_run_driver(mbk_ensemble *e, double t_final, size_t record_size,
             pthread_mutex_lock(&r.lock);
             if (prc != 0) rc = mbk_last_status() < 0 ? mbk_last_status() : MBK_EUSER;
         } else {
-            pthread_cond_wait(&r.coord_cv, &r.lock);
+            /* every change the coordinator waits for signals coord_cv; the timeout is a safety net */
+            struct timespec ts;
+            deadline_in(&ts, 0.05);
+            pthread_cond_timedwait(&r.coord_cv, &r.lock, &ts);
         }
     }
     if (rc == MBK_OK && r.fatal) rc = mbk_set_error(r.fatal, "%s", r.fatal_msg);

@@ -6,6 +6,7 @@
 # MPI (second argument "mpi"), 1, 2 and 3 ranks give the same bytes again.
 set -u
 mbk=$1 mpi=${2:-} work=${3:-$(mktemp -d)}
+here=$(cd "$(dirname "$0")" && pwd)
 export OPENBLAS_NUM_THREADS=1
 rm -rf "$work"; mkdir -p "$work"; cd "$work"
 pass=0 fail=0
@@ -86,7 +87,24 @@ check grep -q "unknown parameter 'nope'" bad1.log
 check grep -q 'a = 2 is greater than b = 1' bad2.log
 check grep -q "'x' is not a finite number" bad3.log
 
-# 5. MPI: 1, 2 and 3 ranks give the same bytes as the threads
+# 5. the other kinds of names: enable flags, ELEMENT.PARAM (also a URDF's "damping:JOINT"), u0
+"$mbk" sweep builtin:chain:2 --vary 'enabled:gravity=list(0,1)' --t-final 1 --output en.csv --plot none --quiet > en.log 2>&1
+check test $? -eq 0
+check grep -q '^0,0,0.29999999999999999,0.59999999999999998,0,0,' en.csv   # no gravity: nothing moves
+"$mbk" sweep builtin:chain:2 --vary 'gravity.gz=list(-9.81,-3)' --t-final 1 --output gz.csv --plot none --quiet > gz.log 2>&1
+"$mbk" sweep builtin:chain:2 --vary 'gravity.z=list(-9.81,-3)' --t-final 1 --output gc.csv --plot none --quiet > gc.log 2>&1
+check cmp -s <(tail -n +2 gz.csv) <(tail -n +2 gc.csv)
+urdf=$here/urdf/double_pendulum.urdf
+"$mbk" sweep "$urdf" --vary 'damping:shoulder.c=list(0,0.5)' --vary 'u0:elbow=uniform(-1,1)' --samples 2 --t-final 1 \
+  --output ur.csv --plot none --quiet > ur.log 2>&1
+check test $? -eq 0
+check test "$(grep -c ',ok,$' ur.csv)" -eq 4
+check grep -q '^member,damping:shoulder.c,u0:elbow,' ur.csv
+"$mbk" sweep "$urdf" --vary 'damping:shoulder.q=list(1)' --output ub/x.csv > ub.log 2>&1
+check test $? -eq 2
+check grep -q "has no parameter 'q'; its parameters: c" ub.log
+
+# 6. MPI: 1, 2 and 3 ranks give the same bytes as the threads
 if [ "$mpi" = mpi ]; then
   for np in 1 2 3; do
     mpirun --allow-run-as-root --oversubscribe -np $np "$mbk" sweep "${common[@]}" --threads 1 --output m$np.csv \
