@@ -173,9 +173,19 @@ static inline size_t forces_bytes(const mbk_matter *m)
 /* The mobility forces of a force blob, right after its nb body forces. */
 static inline double *mt_mobility_forces(mbk_spatial_vec *F, int nb) { return (double *)(F + nb); }
 
-/* The State's body masses (Position): nb doubles right after the nb poses in the
-   Position blob, so the sweeps find them without a lookup and mt_pos stays 192 bytes. */
+/* The State's own body masses (Position): nb doubles right after the nb poses in the
+   Position blob, so the sweeps find them without a lookup and mt_pos stays 192 bytes.
+   Entry 0 (Ground's) says whether they are there: 1 when the State has mass
+   properties of its own, 0 when the sweeps read the bodies' (mt_node.mass), the fast
+   path of every State that keeps the defaults. */
 static inline double *mt_pos_mass(const mbk_matter *m, const mt_pos *pos) { return (double *)(pos + m->nb); }
+
+/* Body i's mass in this State (Position). */
+static inline double mt_mass_of(const mbk_matter *m, const mt_pos *pos, int i)
+{
+    const double *pm = mt_pos_mass(m, pos);
+    return pm[0] != 0.0 ? pm[i] : m->nodes[i].mass;
+}
 
 /* Views of the articulated-body blob. */
 static inline mt_abi mt_abi_of(const mbk_matter *m, const mbk_state *s)

@@ -105,7 +105,7 @@ int mt_realize_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     mbk_spatial_vec *H = mt_cache(m, s, C_H);
     const mt_massprops *mass = mt_mass_custom(m, lay) ? mt_state_mass(m, s) : NULL; /* NULL: the bodies' own */
     double *pm = mt_pos_mass(m, pos);
-    pm[0] = 0.0;
+    pm[0] = mass ? 1.0 : 0.0;
     pin_sines_cosines(m, lay + 2 * m->nb, q, sc);
     memset(&pos[0], 0, sizeof pos[0]);
     pos[0].X_GB = mbk_transform_identity();
@@ -130,13 +130,8 @@ int mt_realize_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
             jf[i].R_GF = X_GF.R;
             jf[i].p_MB_G = p_MB_G;
         }
-        /* mass properties: the body's own, or the State's (set per State at Instance) */
-        const mbk_vec3 *com = mass ? &mass[i].com : &b->com;
-        const mt_sym3 *I_B = mass ? &mass[i].I_B : &b->I_B;
-        bool diagonal = mass ? mass[i].diagonal != 0 : b->I_diagonal;
-        pm[i] = mass ? mass[i].mass : b->mass;
-        p->c_G = mbk_mat33_mul_vec(p->X_GB.R, *com);
-        p->I_G = diagonal ? mt_sym3_rotate_diagonal(&p->X_GB.R, I_B) : mt_sym3_rotate(&p->X_GB.R, I_B);
+        p->c_G = mbk_mat33_mul_vec(p->X_GB.R, b->com);
+        p->I_G = b->I_diagonal ? mt_sym3_rotate_diagonal(&p->X_GB.R, &b->I_B) : mt_sym3_rotate(&p->X_GB.R, &b->I_B);
         /* H in G, then from M's origin to B's; a Pin's is F's z axis */
         if (b->pin) {
             mbk_vec3 z = mbk_mat33_column(X_GF.R, 2);
@@ -145,6 +140,15 @@ int mt_realize_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
             for (int j = 0; j < b->nu; ++j)
                 Hb[j] = mbk_spatial_shift_motion(mbk_spatial_rotate(X_GF.R, Hb[j]), p_MB_G);
         }
+    }
+    /* a State with mass properties of its own: its inertias in G instead of the bodies'
+       (a second pass, so the loop above stays as fast as ever for the others) */
+    for (int i = 1; mass && i < m->nb; ++i) {
+        const mt_massprops *mp = &mass[i];
+        mt_pos *p = &pos[i];
+        pm[i] = mp->mass;
+        p->c_G = mbk_mat33_mul_vec(p->X_GB.R, mp->com);
+        p->I_G = mp->diagonal ? mt_sym3_rotate_diagonal(&p->X_GB.R, &mp->I_B) : mt_sym3_rotate(&p->X_GB.R, &mp->I_B);
     }
     return m->con_hooks ? m->con_hooks->position(m, s) : 0;
 }
@@ -215,6 +219,7 @@ int mt_realize_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     const mbk_spatial_vec *H = mt_cache(m, s, C_H);
     mt_vel *vel = mt_cache(m, s, C_VEL);
     const double *pm = mt_pos_mass(m, pos);
+    const bool own_mass = pm[0] != 0.0;
     double *qdot = mbk_state_upd_subsystem_qdot(s, m->sub);
     memset(&vel[0], 0, sizeof vel[0]);
     for (int i = 1; i < m->nb; ++i) {
@@ -224,7 +229,7 @@ int mt_realize_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
                                      : rel_velocity(H + b->u0, u + b->u0, b->nu);
         mt_vel *v = &vel[i];
         v->V_GB = mbk_spatial_vec_add(mbk_spatial_shift_motion(*Vp, pos[i].r_PB), Vr);
-        v->b = gyroscopic(pm[i], &pos[i], v->V_GB.w);
+        v->b = gyroscopic(own_mass ? pm[i] : b->mass, &pos[i], v->V_GB.w);
         if (b->spin) v->a_c = coriolis_spin(&pos[i], Vp->w, Vr.w);
         if (b->pin) {
             if (!b->spin) v->a_c = coriolis(&pos[i], &jf[i], NULL, Vp, &Vr);
