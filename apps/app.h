@@ -240,6 +240,9 @@ int app_write_html(const char *path, const app_model *m, const app_series *ser, 
 int app_info(const app_model *m, bool all);
 int app_bench(const app_model *m, double seconds_per_test);
 
+/* ---- sweep (app_sweep.c): `mbk sweep`, arguments after the command ---- */
+int app_sweep_main(int argc, char **argv);
+
 /* ---- helpers ---- */
 double app_now(void);          /* monotonic wall time in seconds */
 int app_fail(const char *what); /* prints mbk_last_error() (and app_hint); returns APP_FAILED */

@@ -28,6 +28,7 @@ static void usage(FILE *f)
             "       mbk view [MODEL] [options]  a short run (2 s) in a 3-D viewer page, mbk-out/view.html\n"
             "       mbk info [MODEL] [--all]    bodies, joints, dofs, mass and the tree as text\n"
             "       mbk bench [MODEL] [--time S] time the realize cycle and the matter operators\n"
+            "       mbk sweep [MODEL] [options] many runs with varied parameters (mbk sweep --help)\n"
             "       mbk version                 print the library version\n"
             "       mbk --help                  this text\n"
             "\n"
@@ -660,6 +661,7 @@ static int dispatch(int argc, char **argv)
         printf("mbk %s\n", mbk_version());
         return APP_OK;
     }
+    if (!strcmp(cmd, "sweep")) return app_sweep_main(argc - 2, argv + 2); /* app_sweep.c */
     if (strcmp(cmd, "run") && strcmp(cmd, "view") && strcmp(cmd, "info") && strcmp(cmd, "bench")) {
         fprintf(stderr, "mbk: unknown command '%s' (see mbk --help)\n", cmd);
         return APP_USAGE;

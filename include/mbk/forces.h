@@ -140,6 +140,16 @@ int mbk_force_set_gravity(const mbk_forces *f, mbk_state *s, int force, mbk_vec3
 int mbk_force_set_name(mbk_forces *f, int force, const char *name);
 /* Index of the element with this name (-1 if none). */
 int mbk_force_find(const mbk_forces *f, const char *name);
+/* Name of a built-in element's parameter `index` ("k", "x0", "gz", ...: the names of
+   docs/forces.md's parameter column); NULL for a custom element or a bad index. */
+const char *mbk_force_get_parameter_name(const mbk_forces *f, int force, int index);
+/* Index of a built-in element's parameter by name, -1 if it has none of that name
+   (negative status for a bad element). */
+int mbk_force_find_parameter(const mbk_forces *f, int force, const char *name);
+/* An element's name ("" if unnamed; NULL for a bad index). */
+const char *mbk_force_get_name(const mbk_forces *f, int force);
+/* What kind of element it is ("two-point linear spring", a custom element's ops name). */
+const char *mbk_force_get_kind_name(const mbk_forces *f, int force);
 /* This element's potential energy alone (Position; 0 if disabled). */
 int mbk_force_calc_potential_energy(const mbk_forces *f, const mbk_state *s, int force, double *pe);
 /* Energy a dissipating element (Coulomb friction) has turned into heat since the State's z

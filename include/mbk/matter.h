@@ -143,10 +143,23 @@ int mbk_matter_get_station_acceleration(const mbk_matter *m, const mbk_state *s,
                                         mbk_vec3 station_B, mbk_vec3 *a_G);
 
 /* ---- whole-system quantities ---- */
-/* Sum of the body masses (a topology property: needs no State). */
+/* Sum of the body masses as added (the System's defaults: needs no State). */
 double mbk_matter_get_total_mass(const mbk_matter *m);
-/* Mass properties of one body as given to mbk_matter_add_body (Ground: zero mass). */
+/* Mass properties of one body as given to mbk_matter_add_body (Ground: zero mass): the
+   default every new State starts with. */
 int mbk_matter_get_body_mass_props(const mbk_matter *m, int body, mbk_mass_props *mp);
+/* Body mass properties are also Instance-stage variables of each State (as in Simbody):
+   a State starts with the values given to mbk_matter_add_body and may change them
+   without rebuilding the System (parameter sweeps, identification). Every result of
+   Position and later (inertias, the dynamics, energy, gravity) uses the State's. */
+/* Set a body's mass properties in the State (checked as mbk_matter_add_body checks them;
+   invalidates Instance; Ground refused). */
+int mbk_matter_set_body_mass_props(const mbk_matter *m, mbk_state *s, int body, const mbk_mass_props *mp);
+/* A body's mass properties in this State (Topology: any initialized State). */
+int mbk_matter_get_state_body_mass_props(const mbk_matter *m, const mbk_state *s, int body,
+                                         mbk_mass_props *mp);
+/* Sum of the body masses in this State. */
+int mbk_matter_calc_state_total_mass(const mbk_matter *m, const mbk_state *s, double *mass);
 /* Centre of mass of the whole system in G (Position). */
 int mbk_matter_calc_mass_center_location(const mbk_matter *m, const mbk_state *s, mbk_vec3 *p_G);
 /* Velocity of the system's centre of mass in G (Velocity). */

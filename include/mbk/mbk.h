@@ -5,6 +5,7 @@
 #include "mbk/alloc.h"
 #include "mbk/checkpoint.h"
 #include "mbk/constraints.h"
+#include "mbk/ensemble.h"
 #include "mbk/events.h"
 #include "mbk/external.h"
 #include "mbk/function.h"

@@ -78,8 +78,10 @@ static int gravity_force(const fe_elem *e, const double *p, const mbk_force_ctx 
     const mbk_matter *m = mbk_force_ctx_get_matter(c);
     const mt_pos *pos = mt_cache(m, s, C_POS);
     mbk_vec3 g = mbk_vec3_make(p[0], p[1], p[2]);
+    const double *pm = mt_pos_mass(m, pos);
+    const bool own_mass = pm[0] != 0.0;
     for (int b = 1; b < m->nb; ++b) {
-        mbk_vec3 f = mbk_vec3_scale(g, m->nodes[b].mass);
+        mbk_vec3 f = mbk_vec3_scale(g, own_mass ? pm[b] : m->nodes[b].mass);
         fe_add_force_at(&F[b], pos[b].c_G, f);
     }
     return 0;
@@ -96,7 +98,7 @@ static int gravity_energy(const fe_elem *e, const double *p, const mbk_force_ctx
     mbk_vec3 g = mbk_vec3_make(p[0], p[1], p[2]);
     for (int b = 1; b < m->nb; ++b) {
         mbk_vec3 com = mbk_vec3_add(pos[b].X_GB.p, pos[b].c_G);
-        *pe -= m->bodies[b].mass * (mbk_vec3_dot(g, com) + p[3]);
+        *pe -= mt_mass_of(m, pos, b) * (mbk_vec3_dot(g, com) + p[3]);
     }
     return 0;
 }

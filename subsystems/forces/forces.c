@@ -498,6 +498,65 @@ int mbk_force_set_gravity(const mbk_forces *f, mbk_state *s, int force, mbk_vec3
     return mbk_force_set_parameters(f, s, force, p, 4);
 }
 
+/* The names of each built-in's parameters, in the order of its parameter array
+   (docs/forces.md, section 2). */
+static const char *const *param_names(const fe_kind *k)
+{
+    static const char *const gravity[] = {"gx", "gy", "gz", "z0"}, *const spring[] = {"k", "x0"},
+                             *const damper[] = {"c"}, *const constant[] = {"F"}, *const mob_spring[] = {"k", "q0"},
+                             *const stop[] = {"k", "d", "q_low", "q_high"}, *const vec[] = {"Fx", "Fy", "Fz"},
+                             *const torque[] = {"Tx", "Ty", "Tz"},
+                             *const bushing[] = {"k0", "k1", "k2", "k3", "k4", "k5", "c0", "c1", "c2", "c3", "c4", "c5"},
+                             *const contact[] = {"E", "c", "mu_s", "mu_d", "mu_v", "vt"};
+    if (k == &fe_gravity) return gravity;
+    if (k == &fe_tp_spring) return spring;
+    if (k == &fe_tp_damper || k == &fe_mob_damper) return damper;
+    if (k == &fe_tp_constant || k == &fe_mob_constant) return constant;
+    if (k == &fe_mob_spring) return mob_spring;
+    if (k == &fe_mob_stop) return stop;
+    if (k == &fe_constant_force) return vec;
+    if (k == &fe_constant_torque) return torque;
+    if (k == &fe_bushing) return bushing;
+    if (k == &fe_hunt_crossley) return contact;
+    return NULL;
+}
+
+const char *mbk_force_get_parameter_name(const mbk_forces *f, int force, int index)
+{
+    if (need_element(f, force, "mbk_force_get_parameter_name") < 0) return NULL;
+    const fe_kind *k = f->elems[force].kind;
+    const char *const *names = k ? param_names(k) : NULL;
+    if (!names || index < 0 || index >= k->nparams) {
+        mbk_set_error(MBK_EINVAL, "mbk_force_get_parameter_name: element %d has %d parameters; %d is none of them",
+                      force, k ? k->nparams : 0, index);
+        return NULL;
+    }
+    return names[index];
+}
+
+int mbk_force_find_parameter(const mbk_forces *f, int force, const char *name)
+{
+    int rc = need_element(f, force, "mbk_force_find_parameter");
+    if (rc < 0) return rc;
+    const fe_kind *k = f->elems[force].kind;
+    const char *const *names = k ? param_names(k) : NULL;
+    for (int i = 0; names && name && i < k->nparams; ++i)
+        if (strcmp(names[i], name) == 0) return i;
+    return -1;
+}
+
+const char *mbk_force_get_name(const mbk_forces *f, int force)
+{
+    return need_element(f, force, "mbk_force_get_name") < 0 ? NULL : f->elems[force].name;
+}
+
+const char *mbk_force_get_kind_name(const mbk_forces *f, int force)
+{
+    if (need_element(f, force, "mbk_force_get_kind_name") < 0) return NULL;
+    const fe_elem *e = &f->elems[force];
+    return e->kind ? e->kind->name : e->ops.name ? e->ops.name : "custom";
+}
+
 int mbk_force_set_name(mbk_forces *f, int force, const char *name)
 {
     int rc = need_element(f, force, "mbk_force_set_name");

@@ -264,13 +264,17 @@ static int mt_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     m->sub = k;
     m->euler_var = mbk_state_allocate_discrete(s, k, MBK_STAGE_MODEL, &mbk_value_bool, &off);
     if (mbk_state_allocate_u(s, k, m->nu, NULL) < 0 || m->euler_var < 0) return -1;
+    /* mass properties are Instance-stage in the State (as in Simbody), starting as given */
+    const mt_mass_ref none = {NULL, 0};
+    m->mass_var = mbk_state_allocate_discrete(s, k, MBK_STAGE_INSTANCE, &mt_value_mass_ref, &none);
+    if (m->mass_var < 0) return -1;
     /* Sizes are fixed at Topology (nq is at most 7 per body), so every entry is allocated now. */
     const struct { int dep, by; size_t bytes; } spec[NUM_CACHE] = {
-        [C_QLAYOUT] = {MBK_STAGE_MODEL, MBK_STAGE_MODEL, (2 * (size_t)m->nb + (size_t)m->npin + 1) * sizeof(int)},
+        [C_QLAYOUT] = {MBK_STAGE_MODEL, MBK_STAGE_MODEL, (2 * (size_t)m->nb + (size_t)m->npin + 2) * sizeof(int)},
         /* sines, then cosines, of the Pin angles */
         [C_TRIG] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (2 * (size_t)m->npin + 1) * sizeof(double)},
         [C_QN] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)(MBK_MOBILIZER_MAX_Q * m->nb) * sizeof(double)},
-        [C_POS] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)m->nb * sizeof(mt_pos)},
+        [C_POS] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)m->nb * (sizeof(mt_pos) + sizeof(double))},
         [C_JOINT] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)m->nb * sizeof(mt_joint_frame)},
         [C_H] = {MBK_STAGE_POSITION, MBK_STAGE_POSITION, (size_t)(m->nu + 1) * sizeof(mbk_spatial_vec)},
         [C_VEL] = {MBK_STAGE_VELOCITY, MBK_STAGE_VELOCITY, (size_t)m->nb * sizeof(mt_vel)},
@@ -312,6 +316,7 @@ static int mt_model(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         if (m->bodies[b].pin) lay[2 * m->nb + m->bodies[b].pin_slot] = lay[2 * b];
     }
     lay[2 * m->nb + m->npin] = euler;
+    lay[2 * m->nb + m->npin + 1] = 0; /* mass properties: set at Instance */
     double *q0 = mbk_calloc((size_t)(nq + 1), sizeof(double));
     if (!q0) return MBK_ENOMEM;
     for (int b = 1; b < m->nb; ++b) {
@@ -328,6 +333,13 @@ static int mt_instance(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 {
     (void)c;
     const mbk_matter *m = impl;
+    /* where Position finds whether this State has mass properties of its own */
+    const mt_mass_ref *r = mbk_state_get_discrete(s, m->sub, m->mass_var);
+    if (!r) return -1;
+    if (r->lost)
+        return mbk_set_error(MBK_ENOMEM, "matter: copying this State could not allocate its mass properties; "
+                             "set them again");
+    qlayout(m, s)[2 * m->nb + m->npin + 1] = r->table != NULL;
     return m->con_hooks ? m->con_hooks->instance(m, s) : 0;
 }
 
@@ -457,6 +469,138 @@ int mbk_matter_set_use_euler_angles(const mbk_matter *m, mbk_state *s, bool on)
 bool mbk_matter_get_use_euler_angles(const mbk_matter *m, const mbk_state *s)
 {
     return m && mbk_system_check_state(m->sys, s) == MBK_OK && use_euler(m, s);
+}
+
+/* ---- per-State mass properties (Instance stage, as in Simbody) ---- */
+
+static mt_mass_table *mass_table_dup(const mt_mass_table *t)
+{
+    size_t bytes = sizeof *t + (size_t)t->nb * sizeof t->body[0];
+    mt_mass_table *c = mbk_malloc(bytes);
+    if (c) memcpy(c, t, bytes);
+    return c;
+}
+
+static void mass_ref_copy(void *dst, const void *src)
+{
+    const mt_mass_ref *from = src;
+    mt_mass_ref *to = dst;
+    to->table = from->table ? mass_table_dup(from->table) : NULL;
+    to->lost = from->lost || (from->table && !to->table);
+}
+
+static void mass_ref_destroy(void *value)
+{
+    mt_mass_ref *r = value;
+    mbk_free(r->table);
+    r->table = NULL;
+}
+
+/* Checkpoints: the table's bytes (none when the State keeps the bodies' own values). */
+static int mass_ref_serialize(const void *value, void *buf, size_t capacity, size_t *size)
+{
+    const mt_mass_table *t = ((const mt_mass_ref *)value)->table;
+    if (((const mt_mass_ref *)value)->lost) return -1;
+    *size = t ? sizeof *t + (size_t)t->nb * sizeof t->body[0] : 0;
+    if (buf && t && capacity >= *size) memcpy(buf, t, *size);
+    return 0;
+}
+
+static int mass_ref_deserialize(void *dst, const void *buf, size_t size)
+{
+    mt_mass_ref *r = dst;
+    r->table = NULL;
+    r->lost = 0;
+    if (size == 0) return 0;
+    const mt_mass_table *t = buf;
+    if (size < sizeof *t || t->nb < 0 || size != sizeof *t + (size_t)t->nb * sizeof t->body[0]) return -1;
+    r->table = mass_table_dup(t);
+    return r->table ? 0 : -1;
+}
+
+const mbk_value_type mt_value_mass_ref = {"matter mass properties", sizeof(mt_mass_ref), _Alignof(mt_mass_ref),
+                                          mass_ref_copy, mass_ref_destroy, mass_ref_serialize,
+                                          mass_ref_deserialize};
+
+/* A body's mass properties as the sweeps store them. */
+static mt_massprops body_record(const mt_body *b)
+{
+    mt_massprops r = {b->mass, b->com, b->I_B, b->I_diagonal};
+    return r;
+}
+
+static bool same_record(const mt_massprops *a, const mt_massprops *b)
+{
+    return a->mass == b->mass && a->com.x == b->com.x && a->com.y == b->com.y && a->com.z == b->com.z &&
+           a->I_B.xx == b->I_B.xx && a->I_B.yy == b->I_B.yy && a->I_B.zz == b->I_B.zz && a->I_B.xy == b->I_B.xy &&
+           a->I_B.xz == b->I_B.xz && a->I_B.yz == b->I_B.yz;
+}
+
+/* The record of body `body` in this State (the body's own without a table). */
+static mt_massprops state_record(const mbk_matter *m, const mt_mass_ref *r, int body)
+{
+    return r->table ? r->table->body[body] : body_record(&m->bodies[body]);
+}
+
+int mbk_matter_set_body_mass_props(const mbk_matter *m, mbk_state *s, int body, const mbk_mass_props *mp)
+{
+    const char *fn = "mbk_matter_set_body_mass_props";
+    if (!m) return mbk_set_error(MBK_EINVAL, "%s: matter is NULL", fn);
+    int rc = mbk_system_check_state(m->sys, s);
+    if (rc < 0 || (rc = mt_need_body(m, body, fn)) < 0) return rc;
+    if (body == 0) return mbk_set_error(MBK_EINVAL, "%s: Ground (body 0) has no mass properties to set", fn);
+    if (!mp || !mbk_mass_props_is_valid(*mp))
+        return mbk_set_error(MBK_EINVAL, "%s: body %d: mass properties must be finite with mass >= 0 and a "
+                             "symmetric, positive semi-definite inertia obeying the triangle inequality", fn, body);
+    mbk_mat33 I_o = mbk_mass_props_inertia_about_origin(*mp);
+    mt_massprops rec = {mp->mass, mp->com, mt_sym3_of(&I_o), 0};
+    rec.diagonal = rec.I_B.xy == 0.0 && rec.I_B.xz == 0.0 && rec.I_B.yz == 0.0;
+    const mt_mass_ref *old = mbk_state_get_discrete(s, m->sub, m->mass_var);
+    if (!old) return mbk_last_status();
+    if (old->table && same_record(&old->table->body[body], &rec)) return MBK_OK; /* keep the stage */
+    mt_mass_table *t = old->table;
+    if (!t) { /* the first change: this State gets a table of its own */
+        t = mbk_malloc(sizeof *t + (size_t)m->nb * sizeof t->body[0]);
+        if (!t) return mbk_set_error(MBK_ENOMEM, "%s: out of memory", fn);
+        t->nb = m->nb;
+        t->pad = 0;
+        for (int i = 0; i < m->nb; ++i) t->body[i] = body_record(&m->bodies[i]);
+    }
+    mt_mass_ref *r = mbk_state_upd_discrete(s, m->sub, m->mass_var); /* invalidates Instance */
+    if (!r) {
+        if (t != old->table) mbk_free(t);
+        return mbk_last_status();
+    }
+    r->table = t;
+    t->body[body] = rec;
+    return MBK_OK;
+}
+
+int mbk_matter_get_state_body_mass_props(const mbk_matter *m, const mbk_state *s, int body, mbk_mass_props *mp)
+{
+    const char *fn = "mbk_matter_get_state_body_mass_props";
+    if (!m || !mp) return mbk_set_error(MBK_EINVAL, "%s: matter and output must not be NULL", fn);
+    int rc = mbk_system_check_state(m->sys, s);
+    if (rc < 0 || (rc = mt_need_body(m, body, fn)) < 0) return rc;
+    const mt_mass_ref *r = mbk_state_get_discrete(s, m->sub, m->mass_var);
+    if (!r) return mbk_last_status();
+    mt_massprops rec = state_record(m, r, body);
+    *mp = mbk_mass_props_from_origin(rec.mass, rec.com, mt_sym3_full(&rec.I_B));
+    return MBK_OK;
+}
+
+int mbk_matter_calc_state_total_mass(const mbk_matter *m, const mbk_state *s, double *mass)
+{
+    const char *fn = "mbk_matter_calc_state_total_mass";
+    if (!m || !mass) return mbk_set_error(MBK_EINVAL, "%s: matter and output must not be NULL", fn);
+    int rc = mbk_system_check_state(m->sys, s);
+    if (rc < 0) return rc;
+    const mt_mass_ref *r = mbk_state_get_discrete(s, m->sub, m->mass_var);
+    if (!r) return mbk_last_status();
+    double total = 0.0;
+    for (int i = 1; i < m->nb; ++i) total += state_record(m, r, i).mass;
+    *mass = total;
+    return MBK_OK;
 }
 
 /* which: 0 nq, 1 nu, 2 q start, 3 u start. */

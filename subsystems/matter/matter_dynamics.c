@@ -122,8 +122,10 @@ int mt_realize_abi(const mbk_matter *m, const mbk_state *s)
     const mt_pos *pos = mt_cache(m, s, C_POS);
     const mbk_spatial_vec *H = mt_cache(m, s, C_H);
     mt_abi abi = mt_abi_of(m, s);
+    const double *pm = mt_pos_mass(m, pos);
+    const bool own_mass = pm[0] != 0.0;
     for (int i = 1; i < m->nb; ++i)
-        mt_inertia_set_rigid(&abi.P[i], &pos[i].I_G, m->nodes[i].mass, pos[i].c_G);
+        mt_inertia_set_rigid(&abi.P[i], &pos[i].I_G, own_mass ? pm[i] : m->nodes[i].mass, pos[i].c_G);
     for (int i = m->nb - 1; i >= 1; --i) {
         const mt_node *b = &m->nodes[i];
         mt_inertia Pplus;

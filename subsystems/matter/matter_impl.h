@@ -47,6 +47,33 @@ typedef struct mt_pos {
     mbk_vec3 c_G;          /* centre of mass from B's origin, in G */
 } mt_pos;
 
+/* A body's mass properties as the sweeps use them (about B's origin, in B). */
+typedef struct mt_massprops {
+    double mass;           /* body mass */
+    mbk_vec3 com;          /* centre of mass from B's origin, in B */
+    mt_sym3 I_B;           /* inertia about B's origin, in B */
+    int diagonal;          /* I_B has no off-diagonal entries */
+} mt_massprops;
+
+/* The per-State mass properties: a table of every body's, allocated only when a
+   State sets mass properties of its own. */
+typedef struct mt_mass_table {
+    int nb;                /* records */
+    int pad;
+    mt_massprops body[];   /* nb records, Ground's first */
+} mt_mass_table;
+
+/* Matter's discrete variable (Instance stage) for them: a pointer to the State's own
+   table, NULL while every body keeps the System's values (so a State that changes
+   nothing carries 16 bytes, and Position reads the bodies: the fast path). Copying
+   a State copies the table. Matter's Instance op records whether there is one in
+   the q layout (mt_mass_custom), where Position finds it without a lookup. */
+typedef struct mt_mass_ref {
+    mt_mass_table *table;  /* owned; NULL: the bodies' own values */
+    int lost;              /* a copy could not allocate the table: realizing fails */
+} mt_mass_ref;
+extern const mbk_value_type mt_value_mass_ref;
+
 /* Position-stage frame data of a joint that is not a spin (a spin needs neither:
    no HDot, no offset), kept apart from mt_pos so the sweeps of long chains of
    spins stream less memory. */
@@ -100,6 +127,7 @@ struct mbk_matter {
     int *fed;              /* the bodies whose node says fed (their sums are zeroed before a sweep) */
     int nfed;              /* how many */
     int euler_var;         /* discrete variable (Model): use Euler angles */
+    int mass_var;          /* discrete variable (Instance): the State's mass properties (mt_mass_ref) */
     const mt_constraint_hooks *con_hooks; /* installed by the constraint code; NULL: none */
     void *con;             /* the constraint code's data (its ct_set), owned through con_hooks */
     int cache[NUM_CACHE];  /* cache entry indices (allocated at Topology) */
@@ -118,8 +146,18 @@ static inline void *mt_cache(const mbk_matter *m, const mbk_state *s, int which)
    then the Euler-angle choice (Model stage). */
 static inline int *qlayout(const mbk_matter *m, const mbk_state *s) { return mt_cache(m, s, C_QLAYOUT); }
 
+/* Whether the State's mass properties differ from the bodies' (written at Instance). */
+static inline bool mt_mass_custom(const mbk_matter *m, const int *lay) { return lay[2 * m->nb + m->npin + 1] != 0; }
+
 /* The Euler-angle choice as the q layout recorded it: one lookup fewer per sweep. */
 static inline bool layout_euler(const mbk_matter *m, const int *lay) { return lay[2 * m->nb + m->npin] != 0; }
+
+/* The State's mass properties, or NULL while they are the System's own (read mt_body). */
+static inline const mt_massprops *mt_state_mass(const mbk_matter *m, const mbk_state *s)
+{
+    const mt_mass_ref *r = mbk_state_get_discrete(s, m->sub, m->mass_var);
+    return r && r->table ? r->table->body : NULL;
+}
 
 static inline bool use_euler(const mbk_matter *m, const mbk_state *s)
 {
@@ -134,6 +172,20 @@ static inline size_t forces_bytes(const mbk_matter *m)
 
 /* The mobility forces of a force blob, right after its nb body forces. */
 static inline double *mt_mobility_forces(mbk_spatial_vec *F, int nb) { return (double *)(F + nb); }
+
+/* The State's own body masses (Position): nb doubles right after the nb poses in the
+   Position blob, so the sweeps find them without a lookup and mt_pos stays 192 bytes.
+   Entry 0 (Ground's) says whether they are there: 1 when the State has mass
+   properties of its own, 0 when the sweeps read the bodies' (mt_node.mass), the fast
+   path of every State that keeps the defaults. */
+static inline double *mt_pos_mass(const mbk_matter *m, const mt_pos *pos) { return (double *)(pos + m->nb); }
+
+/* Body i's mass in this State (Position). */
+static inline double mt_mass_of(const mbk_matter *m, const mt_pos *pos, int i)
+{
+    const double *pm = mt_pos_mass(m, pos);
+    return pm[0] != 0.0 ? pm[i] : m->nodes[i].mass;
+}
 
 /* Views of the articulated-body blob. */
 static inline mt_abi mt_abi_of(const mbk_matter *m, const mbk_state *s)

@@ -103,6 +103,9 @@ int mt_realize_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     mt_pos *pos = mt_cache(m, s, C_POS);
     mt_joint_frame *jf = mt_cache(m, s, C_JOINT);
     mbk_spatial_vec *H = mt_cache(m, s, C_H);
+    const mt_massprops *mass = mt_mass_custom(m, lay) ? mt_state_mass(m, s) : NULL; /* NULL: the bodies' own */
+    double *pm = mt_pos_mass(m, pos);
+    pm[0] = mass ? 1.0 : 0.0;
     pin_sines_cosines(m, lay + 2 * m->nb, q, sc);
     memset(&pos[0], 0, sizeof pos[0]);
     pos[0].X_GB = mbk_transform_identity();
@@ -137,6 +140,15 @@ int mt_realize_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
             for (int j = 0; j < b->nu; ++j)
                 Hb[j] = mbk_spatial_shift_motion(mbk_spatial_rotate(X_GF.R, Hb[j]), p_MB_G);
         }
+    }
+    /* a State with mass properties of its own: its inertias in G instead of the bodies'
+       (a second pass, so the loop above stays as fast as ever for the others) */
+    for (int i = 1; mass && i < m->nb; ++i) {
+        const mt_massprops *mp = &mass[i];
+        mt_pos *p = &pos[i];
+        pm[i] = mp->mass;
+        p->c_G = mbk_mat33_mul_vec(p->X_GB.R, mp->com);
+        p->I_G = mp->diagonal ? mt_sym3_rotate_diagonal(&p->X_GB.R, &mp->I_B) : mt_sym3_rotate(&p->X_GB.R, &mp->I_B);
     }
     return m->con_hooks ? m->con_hooks->position(m, s) : 0;
 }
@@ -206,6 +218,8 @@ int mt_realize_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     const mt_joint_frame *jf = mt_cache(m, s, C_JOINT);
     const mbk_spatial_vec *H = mt_cache(m, s, C_H);
     mt_vel *vel = mt_cache(m, s, C_VEL);
+    const double *pm = mt_pos_mass(m, pos);
+    const bool own_mass = pm[0] != 0.0;
     double *qdot = mbk_state_upd_subsystem_qdot(s, m->sub);
     memset(&vel[0], 0, sizeof vel[0]);
     for (int i = 1; i < m->nb; ++i) {
@@ -215,7 +229,7 @@ int mt_realize_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
                                      : rel_velocity(H + b->u0, u + b->u0, b->nu);
         mt_vel *v = &vel[i];
         v->V_GB = mbk_spatial_vec_add(mbk_spatial_shift_motion(*Vp, pos[i].r_PB), Vr);
-        v->b = gyroscopic(b->mass, &pos[i], v->V_GB.w);
+        v->b = gyroscopic(own_mass ? pm[i] : b->mass, &pos[i], v->V_GB.w);
         if (b->spin) v->a_c = coriolis_spin(&pos[i], Vp->w, Vr.w);
         if (b->pin) {
             if (!b->spin) v->a_c = coriolis(&pos[i], &jf[i], NULL, Vp, &Vr);

@@ -27,7 +27,7 @@ void mt_rnea(const mbk_matter *m, const mbk_state *s, const double *udot, const 
         if (udot && b->spin) Ai.w = mbk_vec3_add(Ai.w, mbk_vec3_scale(H[b->u0].w, udot[b->u0]));
         else for (int j = 0; udot && j < b->nu; ++j) Ai = mbk_spatial_vec_add(Ai, mbk_spatial_vec_scale(H[b->u0 + j], udot[b->u0 + j]));
         A[i] = A_prev = Ai;
-        mbk_spatial_vec f = mt_rigid_mul(b->mass, &pos[i], Ai);
+        mbk_spatial_vec f = mt_rigid_mul(mt_mass_of(m, pos, i), &pos[i], Ai);
         if (vel) f = mbk_spatial_vec_add(f, vel[i].b);
         if (F) f = mbk_spatial_vec_sub(f, F[i]);
         Fb[i] = f;
@@ -116,8 +116,8 @@ int mbk_matter_calc_mass_matrix(const mbk_matter *m, const mbk_state *s, double 
     int n = m->nu;
     for (int i = 1; i < m->nb; ++i) {
         const mt_body *b = &m->bodies[i];
-        Ic[i].m = b->mass;
-        Ic[i].h = mbk_vec3_scale(pos[i].c_G, b->mass);
+        Ic[i].m = mt_mass_of(m, pos, i);
+        Ic[i].h = mbk_vec3_scale(pos[i].c_G, mt_mass_of(m, pos, i));
         Ic[i].I = pos[i].I_G;
         for (int j = 0; j < b->nu; ++j) HO[b->u0 + j] = motion_to_origin(&H[b->u0 + j], pos[i].X_GB.p);
     }
@@ -170,7 +170,7 @@ int mbk_matter_calc_kinetic_energy(const mbk_matter *m, const mbk_state *s, doub
     const mt_vel *vel = mt_cache(m, s, C_VEL);
     double e = 0.0;
     for (int i = 1; i < m->nb; ++i)
-        e += 0.5 * mbk_spatial_vec_dot(vel[i].V_GB, mt_rigid_mul(m->bodies[i].mass, &pos[i], vel[i].V_GB));
+        e += 0.5 * mbk_spatial_vec_dot(vel[i].V_GB, mt_rigid_mul(mt_mass_of(m, pos, i), &pos[i], vel[i].V_GB));
     *ke = e;
     return MBK_OK;
 }
@@ -349,13 +349,14 @@ int mbk_matter_calc_mass_center_location(const mbk_matter *m, const mbk_state *s
     const char *fn = "mbk_matter_calc_mass_center_location";
     int rc = mt_need(m, s, MBK_STAGE_POSITION, fn);
     if (rc < 0) return rc;
-    double total = mbk_matter_get_total_mass(m);
+    const mt_pos *pos = mt_cache(m, s, C_POS);
+    double total = 0.0;
+    for (int i = 1; i < m->nb; ++i) total += mt_mass_of(m, pos, i);
     if (!p_G || !(total > 0))
         return mbk_set_error(MBK_EINVAL, "%s: output is NULL or the system has no mass", fn);
-    const mt_pos *pos = mt_cache(m, s, C_POS);
     mbk_vec3 sum = mbk_vec3_zero();
     for (int i = 1; i < m->nb; ++i)
-        sum = mbk_vec3_add(sum, mbk_vec3_scale(mbk_vec3_add(pos[i].X_GB.p, pos[i].c_G), m->bodies[i].mass));
+        sum = mbk_vec3_add(sum, mbk_vec3_scale(mbk_vec3_add(pos[i].X_GB.p, pos[i].c_G), mt_mass_of(m, pos, i)));
     *p_G = mbk_vec3_scale(sum, 1.0 / total);
     return MBK_OK;
 }
@@ -371,7 +372,7 @@ int mbk_matter_calc_system_momentum(const mbk_matter *m, const mbk_state *s, mbk
     mbk_spatial_vec sum = mbk_spatial_vec_zero();
     /* Each body's momentum about its origin, moved to Ground's origin like a force. */
     for (int i = 1; i < m->nb; ++i) {
-        mbk_spatial_vec hb = mt_rigid_mul(m->bodies[i].mass, &pos[i], vel[i].V_GB);
+        mbk_spatial_vec hb = mt_rigid_mul(mt_mass_of(m, pos, i), &pos[i], vel[i].V_GB);
         sum = mbk_spatial_vec_add(sum, mbk_spatial_shift_force(hb, mbk_vec3_neg(pos[i].X_GB.p)));
     }
     *h = sum;
@@ -384,7 +385,9 @@ int mbk_matter_calc_mass_center_velocity(const mbk_matter *m, const mbk_state *s
     mbk_spatial_vec h;
     int rc = mt_need(m, s, MBK_STAGE_VELOCITY, fn);
     if (rc < 0 || (rc = mbk_matter_calc_system_momentum(m, s, &h)) < 0) return rc;
-    double total = mbk_matter_get_total_mass(m);
+    const mt_pos *pos = mt_cache(m, s, C_POS);
+    double total = 0.0;
+    for (int i = 1; i < m->nb; ++i) total += mt_mass_of(m, pos, i);
     if (!v_G || !(total > 0))
         return mbk_set_error(MBK_EINVAL, "%s: output is NULL or the system has no mass", fn);
     *v_G = mbk_vec3_scale(h.v, 1.0 / total);
