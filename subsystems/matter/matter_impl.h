@@ -182,6 +182,11 @@ bool mt_mobilizer_is_pin(const mbk_mobilizer *mob);
    when Euler angles are off. */
 bool mt_mobilizer_has_quaternion(const mbk_mobilizer *mob);
 
+/* Whether a function-based mobilizer's functions all have third derivatives. */
+bool mt_fb_has_third_derivatives(const void *impl);
+/* Whether a mobilizer's calc_derivatives op is there and exact (no finite differences). */
+bool mt_mobilizer_derivatives_exact(const mbk_mobilizer *mob);
+
 /* Add a matter subsystem to sys; returns its index. */
 int mt_add_matter(mbk_system *sys);
 /* Articulated-body inertias, tip to base, once per Position realization. */
