@@ -130,8 +130,209 @@ static void test_mobilizer_derivatives(void)
     }
 }
 
+/* ---- models ----------------------------------------------------------- */
+
+#define MAX_B 24
+#define MAX_Q (7 * MAX_B)
+#define MAX_U (6 * MAX_B)
+
+static mbk_vec3 rvec(double scale) { return mbk_vec3_make(scale * rnd(), scale * rnd(), scale * rnd()); }
+static mbk_mat33 rrot(void) { return mbk_mat33_from_axis_angle(mbk_vec3_normalize(rvec(1.0)), 3.0 * rnd()); }
+
+static mbk_mass_props random_mass_props(void)
+{
+    mbk_mat33 R = rrot();
+    double a = 0.2 + 0.1 * (rnd() + 1), b = 0.2 + 0.1 * (rnd() + 1), c = 0.2 + 0.1 * (rnd() + 1);
+    mbk_mat33 I = mbk_mat33_mul_transpose(mbk_mat33_mul(R, mbk_mat33_diag(b + c, a + c, a + b)), R);
+    return mbk_mass_props_from_central(1.0 + 0.5 * rnd(), rvec(0.4), I);
+}
+
+typedef struct model {
+    mbk_system *sys;
+    const mbk_matter *m;
+    mbk_forces *f;
+    mbk_state *s;
+    int nb, nq, nu, euler;
+    int kind[MAX_B];
+} model;
+
+/* A random tree of nbodies bodies, kinds drawn from allowed[]; gravity on. */
+static void build_tree(model *md, int nbodies, int euler, const int *allowed, int n_allowed)
+{
+    memset(md, 0, sizeof *md);
+    md->sys = mbk_multibody_create("random tree");
+    mbk_matter *m = mbk_multibody_upd_matter(md->sys);
+    md->m = m;
+    md->f = mbk_multibody_upd_forces(md->sys);
+    md->euler = euler;
+    md->nb = nbodies + 1;
+    for (int i = 1; i <= nbodies; ++i) {
+        int parent = i == 1 ? 0 : (int)((rnd() + 1.0) * 0.5 * i) % i;
+        int kind = allowed[(int)((rnd() + 1.0) * 0.5 * n_allowed) % n_allowed];
+        mbk_transform X_PF = mbk_transform_make(rrot(), rvec(0.7));
+        mbk_transform X_BM = mbk_transform_make(rrot(), rvec(0.3));
+        mbk_mass_props mp = random_mass_props();
+        md->kind[i] = kind;
+        CHECK_INT(mbk_matter_add_body(m, parent, &X_PF, &mp, &X_BM, make_mobilizer(kind)), i);
+    }
+    mbk_force_add_gravity(md->f, mbk_vec3_make(0.3, -1.1, -9.81));
+}
+
+/* Realize the topology and make the State (Instance). */
+static void finish_model(model *md)
+{
+    CHECK_INT(mbk_system_realize_topology(md->sys), MBK_OK);
+    md->s = mbk_state_create();
+    CHECK_INT(mbk_state_init(md->s, md->sys), MBK_OK);
+    CHECK_INT(mbk_matter_set_use_euler_angles(md->m, md->s, md->euler != 0), MBK_OK);
+    CHECK_INT(mbk_system_realize(md->sys, md->s, MBK_STAGE_INSTANCE), MBK_OK);
+    md->nq = mbk_state_get_nq(md->s);
+    md->nu = mbk_state_get_nu(md->s);
+}
+
+static void destroy_model(model *md)
+{
+    mbk_state_destroy(md->s);
+    mbk_system_destroy(md->sys);
+}
+
+/* Random q and u; quaternions of random length (the derivatives are of the functions
+   of q as the kernel normalizes them). */
+static void randomize(model *md, double uscale)
+{
+    double *q = mbk_state_upd_q(md->s), *u = mbk_state_upd_u(md->s);
+    for (int i = 0; i < md->nq; ++i) q[i] = rnd();
+    for (int b = 1; b < md->nb; ++b)
+        if (!md->euler && (md->kind[b] == K_BALL || md->kind[b] == K_FREE)) {
+            double *qb = q + mbk_matter_get_body_q_start(md->m, md->s, b);
+            qb[0] += 1.3; /* well away from zero */
+        }
+    for (int i = 0; i < md->nu; ++i) u[i] = uscale * rnd();
+}
+
+/* ---- central differences with Richardson's extrapolation --------------- */
+
+/* What is differentiated: a vector of nu at the State (realized inside). */
+typedef int (*value_fn)(model *md, const void *arg, double *out);
+
+/* r = M udot + C - (the State's applied forces), udot given. */
+static int residual_value(model *md, const void *arg, double *out)
+{
+    int rc = mbk_system_realize(md->sys, md->s, MBK_STAGE_DYNAMICS);
+    if (rc < 0) return rc;
+    return mbk_matter_calc_residual_force(md->m, md->s, mbk_multibody_get_mobility_forces(md->sys, md->s),
+                                          mbk_multibody_get_body_forces(md->sys, md->s), arg, out);
+}
+
+/* udot, constrained when constraints are on. */
+static int udot_value(model *md, const void *arg, double *out)
+{
+    (void)arg;
+    int rc = mbk_system_realize(md->sys, md->s, MBK_STAGE_ACCELERATION);
+    if (rc < 0) return rc;
+    memcpy(out, mbk_state_get_udot(md->s), (size_t)md->nu * sizeof *out);
+    return MBK_OK;
+}
+
+/* f = tau + J^T F of the State's applied forces. */
+static __attribute__((unused)) int force_value(model *md, const void *arg, double *out)
+{
+    (void)arg;
+    int rc = mbk_system_realize(md->sys, md->s, MBK_STAGE_DYNAMICS);
+    if (rc < 0) return rc;
+    rc = mbk_matter_multiply_by_system_jacobian_transpose(md->m, md->s, mbk_multibody_get_body_forces(md->sys, md->s), out);
+    const double *tau = mbk_multibody_get_mobility_forces(md->sys, md->s);
+    for (int i = 0; i < md->nu; ++i) out[i] += tau[i];
+    return rc;
+}
+
+/* dv/dq (nu x nq) and dv/du (nu x nu) by central differences at h and h/2,
+   extrapolated: error O(h^4) + O(eps / h). */
+static void fd_derivatives(model *md, value_fn v, const void *arg, double h0, double *d_dq, double *d_du)
+{
+    double q0[MAX_Q], u0[MAX_U], val[MAX_U];
+    memcpy(q0, mbk_state_get_q(md->s), (size_t)md->nq * sizeof *q0);
+    memcpy(u0, mbk_state_get_u(md->s), (size_t)md->nu * sizeof *u0);
+    for (int col = 0; col < md->nq + md->nu; ++col) {
+        int is_q = col < md->nq, j = is_q ? col : col - md->nq;
+        double x0 = is_q ? q0[j] : u0[j], h1 = h0 * fmax(1.0, fabs(x0)), acc[MAX_U] = {0};
+        for (int r = 0; r < 2; ++r) {
+            double h = r ? 0.5 * h1 : h1, w = (r ? 4.0 / 3.0 : -1.0 / 3.0) * 0.5 / h;
+            for (int sg = -1; sg <= 1; sg += 2) {
+                double *x = is_q ? mbk_state_upd_q(md->s) : mbk_state_upd_u(md->s);
+                x[j] = x0 + sg * h;
+                CHECK_INT(v(md, arg, val), MBK_OK);
+                for (int i = 0; i < md->nu; ++i) acc[i] += sg * w * val[i];
+            }
+        }
+        double *x = is_q ? mbk_state_upd_q(md->s) : mbk_state_upd_u(md->s);
+        x[j] = x0;
+        double *out = is_q ? d_dq : d_du;
+        int ld = is_q ? md->nq : md->nu;
+        for (int i = 0; i < md->nu; ++i) out[i * ld + j] = acc[i];
+    }
+    CHECK_INT(mbk_system_realize(md->sys, md->s, MBK_STAGE_ACCELERATION), MBK_OK);
+}
+
+/* max |a - b| / max(1, max |b|) */
+static double rel_err(const double *a, const double *b, int n)
+{
+    double big = 1.0, d = 0.0;
+    for (int i = 0; i < n; ++i) {
+        big = fmax(big, fabs(b[i]));
+        d = fmax(d, fabs(a[i] - b[i]));
+    }
+    return d / big;
+}
+
+/* The tolerance of every analytic-against-differences check (the 1e-7). */
+#define TOL 1e-7
+
+/* r's and udot's derivatives at the State against differences; worst errors out. */
+static void check_state(model *md, double *worst_r, double *worst_a, const char *what)
+{
+    static double A_q[MAX_U * MAX_Q], A_u[MAX_U * MAX_U], B_q[MAX_U * MAX_Q], B_u[MAX_U * MAX_U];
+    double udot[MAX_U];
+    for (int i = 0; i < md->nu; ++i) udot[i] = rnd();
+    CHECK_INT(mbk_system_calc_residual_derivatives(md->sys, md->s, udot, A_q, A_u), MBK_OK);
+    fd_derivatives(md, residual_value, udot, 1e-3, B_q, B_u);
+    double e = fmax(rel_err(A_q, B_q, md->nu * md->nq), rel_err(A_u, B_u, md->nu * md->nu));
+    *worst_r = fmax(*worst_r, e);
+    if (e > TOL) fprintf(stderr, "    %s: dr error %.3g\n", what, e);
+    CHECK_INT(mbk_system_calc_acceleration_derivatives(md->sys, md->s, A_q, A_u), MBK_OK);
+    fd_derivatives(md, udot_value, NULL, 1e-3, B_q, B_u);
+    e = fmax(rel_err(A_q, B_q, md->nu * md->nq), rel_err(A_u, B_u, md->nu * md->nu));
+    *worst_a = fmax(*worst_a, e);
+    if (e > TOL) fprintf(stderr, "    %s: dudot error %.3g\n", what, e);
+}
+
+/* Every mobilizer kind on small trees (with Pins between), 20 states each, in both
+   rotation modes. */
+static void test_each_mobilizer(void)
+{
+    for (int kind = K_PIN; kind < NKINDS; ++kind) {
+        for (int euler = 0; euler < 2; ++euler) {
+            if (euler && kind != K_BALL && kind != K_FREE) continue;
+            const int allowed[3] = {kind, kind, K_PIN};
+            model md;
+            build_tree(&md, 4, euler, allowed, 3);
+            finish_model(&md);
+            double wr = 0, wa = 0;
+            for (int trial = 0; trial < 20; ++trial) {
+                randomize(&md, 1.0);
+                check_state(&md, &wr, &wa, kind_names[kind]);
+            }
+            if (getenv("MBK_TEST_VERBOSE")) printf("  %-13s %s dr %.2g dudot %.2g\n", kind_names[kind], euler ? "euler" : "quat ", wr, wa);
+            CHECK(wr <= TOL);
+            CHECK(wa <= TOL);
+            destroy_model(&md);
+        }
+    }
+}
+
 int main(void)
 {
     test_mobilizer_derivatives();
+    test_each_mobilizer();
     return mbk_test_finish();
 }

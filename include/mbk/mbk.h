@@ -4,6 +4,7 @@
 
 #include "mbk/alloc.h"
 #include "mbk/constraints.h"
+#include "mbk/derivatives.h"
 #include "mbk/events.h"
 #include "mbk/function.h"
 #include "mbk/integrator.h"

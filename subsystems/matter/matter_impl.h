@@ -26,6 +26,8 @@ typedef struct mt_body {
     int pin_slot;          /* a Pin's index among the Pins (their sines and cosines) */
     bool I_diagonal;       /* I_B has no off-diagonal entries (rotated at half the cost) */
     bool quat;             /* its first four q are a quaternion unless Euler angles are on */
+    int nqmax;             /* its most q over the Euler choice */
+    int ds0;               /* start of its nqmax x nu block in the derivative work space's dS */
 } mt_body;
 
 /* The fields of a body the sweeps read, packed (32 bytes, two per cache line):
@@ -70,6 +72,7 @@ typedef struct mt_abi {
     double *Dinv;          /* nu_b x nu_b per body, at bodies[b].d0 */
 } mt_abi;
 
+/* C_SCRATCH_MAT is shared: the mass matrix's work space, or the derivatives' (mt_dws). */
 enum { C_QLAYOUT, C_QN, C_TRIG, C_JOINT, C_POS, C_H, C_VEL, C_ABI, C_FORCES, C_ACC, C_SCRATCH, C_SCRATCH_MAT,
        NUM_CACHE };
 
@@ -100,10 +103,91 @@ struct mbk_matter {
     int *fed;              /* the bodies whose node says fed (their sums are zeroed before a sweep) */
     int nfed;              /* how many */
     int euler_var;         /* discrete variable (Model): use Euler angles */
+    int *pre, *order, *size; /* preorder position of each body, the body at each position and its
+                              subtree's size: subtree(b) = order[pre[b] .. pre[b] + size[b]) */
+    int nqmax, nds;        /* sums over bodies of nqmax and nqmax * nu (derivative work space) */
     const mt_constraint_hooks *con_hooks; /* installed by the constraint code; NULL: none */
     void *con;             /* the constraint code's data (its ct_set), owned through con_hooks */
     int cache[NUM_CACHE];  /* cache entry indices (allocated at Topology) */
 };
+
+/* ------------------------------------------------------------------ */
+/* Derivatives (matter_derivatives.c)                                   */
+/* ------------------------------------------------------------------ */
+
+/* Everything below is in Ground, at Ground's origin (Pluecker coordinates), where
+   spatial vectors of different bodies add without shifting: S the columns of H,
+   v, a the body velocities and accelerations, forces with moments about the origin. */
+
+/* Per body. */
+typedef struct mt_dbody {
+    mbk_spatial_vec v;   /* velocity */
+    mbk_spatial_vec a;   /* acceleration, minus the gravity field */
+    mbk_spatial_vec F;   /* subtree sum of Y a + v x* Y v */
+    mbk_spatial_vec Phi; /* subtree sum of the applied forces held fixed (geometric term) */
+    mt_composite Yc;     /* subtree inertia */
+    double Bc[6][6];     /* subtree sum of B: B w = Y (w x v) + w x* (Y v) + v x* (Y w) */
+} mt_dbody;
+
+/* Per derivative column of q (by matter q index) or u. */
+typedef struct mt_dcol {
+    mbk_spatial_vec T;     /* q: the twist of the subtree per unit q; u: the column S of H */
+    mbk_spatial_vec w;     /* the subtree's extra velocity (dv_i = T x v_i + w) */
+    mbk_spatial_vec alpha; /* its extra acceleration (da_i = T x a_i + alpha + w x v_i) */
+} mt_dcol;
+
+/* Per u: Yc_i S and Bc_i^T S. */
+typedef struct mt_drow {
+    mbk_spatial_vec YcS, BtS;
+} mt_drow;
+
+#define MT_DWS_NVEC 16
+
+/* Views of the derivative work space (C_SCRATCH_MAT). */
+typedef struct mt_dws {
+    mt_dbody *body;        /* nb */
+    mt_dcol *qcol, *ucol;  /* nqmax (by matter q index), nu */
+    mt_drow *row;          /* nu */
+    mbk_spatial_vec *dS;   /* nds: body b's dS/dq_k column j at bodies[b].ds0 + k nu + j */
+    mbk_spatial_vec *sp;   /* 3 nb spatial vectors of scratch */
+    double *vec;           /* MT_DWS_NVEC vectors of vlen doubles for callers */
+    int vlen;
+    int numeric;           /* bodies whose mobilizer was differentiated numerically */
+    bool with_velocity;
+} mt_dws;
+
+/* An element's forces and their derivatives, on at most two bodies: the force on
+   body b at Ground's origin, F0_b, and its derivatives with respect to a small
+   displacement (twist at Ground's origin, angular first) of body c at fixed body
+   velocities, K[b][c], and to body c's velocity, D[b][c] (6 x 6, row-major). */
+typedef struct mt_pair_jac {
+    int n;                  /* 1 or 2 */
+    int body[2];
+    mbk_spatial_vec F0[2];
+    double K[2][2][6][6];
+    double D[2][2][6][6];
+    bool has_K, has_D;
+} mt_pair_jac;
+
+mt_dws mt_dws_of(const mbk_matter *m, const mbk_state *s);
+/* Kinematics and inertia sums for the derivative sweeps at the State (Velocity),
+   with known udot (NULL: zero), a uniform gravity field g and (with_velocity false)
+   velocities taken as zero. Phi is zeroed. MBK_OK or the failure of a custom
+   mobilizer's calc_derivatives op. */
+int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, mbk_vec3 g, bool with_velocity);
+/* After setup: ADD scale * the derivatives of M udot + C - J^T (F_gravity + Phi)
+   (Phi: the forces given to mt_deriv_add_phi, held fixed in Ground) to dr_dq
+   (nu x nq, row stride ldq) and dr_du (nu x nu, row stride ldu); either may be NULL. */
+void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, double *dr_dq, int ldq,
+                    double *dr_du, int ldu);
+/* After setup: add a force (at Ground's origin) on a body to Phi. */
+void mt_deriv_add_phi(const mbk_matter *m, const mbk_state *s, int body, mbk_spatial_vec F0);
+/* After setup: ADD scale * the mobility-space Jacobians of an element's body forces
+   (without the geometric part, which Phi carries) to df_dq and df_du. */
+void mt_deriv_add_pair(const mbk_matter *m, const mbk_state *s, const mt_pair_jac *J, double scale,
+                       double *df_dq, int ldq, double *df_du, int ldu);
+/* Byte size of the derivative work space. */
+size_t mt_dws_bytes(const mbk_matter *m);
 
 /* ------------------------------------------------------------------ */
 /* Cache access                                                         */

@@ -1,0 +1,459 @@
+/* Derivatives of the inverse dynamics, r = M udot + C(q, u) - J^T F, with
+ * respect to q and u: sweeps beside the Newton-Euler recursion they
+ * differentiate (mt_rnea), after Carpentier and Mansard, "Analytical
+ * Derivatives of Rigid Body Dynamics Algorithms" (RSS 2018), generalized to
+ * mobilizers whose H depends on q, whose q are not their u (quaternions) and
+ * whose HDot is not zero. docs/derivatives.md has the derivation; in short:
+ *
+ * Everything is in Ground at Ground's origin (Pluecker coordinates): S_i the
+ * columns of body i's H, v_i and a_i its velocity and acceleration (a_i with
+ * the gravity field subtracted), Y_i its inertia, f_i = Y_i a_i + v_i x* Y_i v_i
+ * and F_i the sum of f over i's subtree, so r_i = S_i^T F_i - (applied).
+ *
+ * Changing coordinate k of joint j moves j's subtree rigidly by the twist T
+ * (X_FM's derivative in F, taken to Ground), changes j's own H by dS and its
+ * velocity-product acceleration by dc. Every body i of the subtree then gets
+ *     dv_i = T x v_i + w,   da_i = T x a_i + alpha + w x v_i,
+ *     w = dS u_j - T x v_j,  alpha = dS udot_j + v_p x dS u_j + dc - T x a_j - w x v_j,
+ * and d f_i = T x* f_i + Y_i alpha + B_i w with B_i w = Y_i (w x v_i) + w x* Y_i v_i
+ * + v_i x* Y_i w. The T terms cancel against dS_i = T x S_i in every row of the
+ * subtree but j's own, which leaves
+ *     dr_i = S_i^T (Yc_i alpha + Bc_i w)               i below j,
+ *     dr_j = S_j^T g + dS^T F_j,  dr_a = S_a^T g         a above j,
+ *     g = T x* F_j + Yc_j alpha + Bc_j w,
+ * with Yc, Bc the subtree sums. A u column is the same with T = 0, dS = 0,
+ * w = S_jl and alpha = v_p x S_jl + dc/du_l - S_jl x v_j. Each column costs a
+ * dot product per row of j's subtree and ancestors: O(n depth) in all. */
+#include <math.h>
+#include <string.h>
+
+#include "mbk/status.h"
+#include "matter_impl.h"
+
+/* ---- work space ----------------------------------------------------------- */
+
+/* What a setup leaves for the sweeps. */
+typedef struct mt_dhdr {
+    int with_velocity, numeric, has_phi;
+} mt_dhdr;
+
+/* Byte offsets of the sections (and the total). */
+static size_t dws_layout(const mbk_matter *m, size_t off[9], int *vlen)
+{
+    size_t nb = (size_t)m->nb, nu = (size_t)m->nu + 1, nq = (size_t)m->nqmax + 1;
+    *vlen = m->nqmax + m->nu + 1;
+    const size_t sizes[8] = {sizeof(mt_dhdr), nb * sizeof(mt_dbody), nq * sizeof(mt_dcol), nu * sizeof(mt_dcol),
+                             nu * sizeof(mt_drow), ((size_t)m->nds + 1) * sizeof(mbk_spatial_vec),
+                             3 * nb * sizeof(mbk_spatial_vec), MT_DWS_NVEC * (size_t)*vlen * sizeof(double)};
+    size_t o = 0;
+    for (int i = 0; i < 8; ++i) {
+        off[i] = o;
+        o += (sizes[i] + 63) & ~(size_t)63;
+    }
+    off[8] = o;
+    return o;
+}
+
+size_t mt_dws_bytes(const mbk_matter *m)
+{
+    size_t off[9];
+    int vlen;
+    return dws_layout(m, off, &vlen);
+}
+
+static mt_dhdr *dws_header(const mbk_matter *m, const mbk_state *s) { return mt_cache(m, s, C_SCRATCH_MAT); }
+
+mt_dws mt_dws_of(const mbk_matter *m, const mbk_state *s)
+{
+    size_t off[9];
+    mt_dws w;
+    dws_layout(m, off, &w.vlen);
+    char *b = mt_cache(m, s, C_SCRATCH_MAT);
+    w.body = (mt_dbody *)(b + off[1]);
+    w.qcol = (mt_dcol *)(b + off[2]);
+    w.ucol = (mt_dcol *)(b + off[3]);
+    w.row = (mt_drow *)(b + off[4]);
+    w.dS = (mbk_spatial_vec *)(b + off[5]);
+    w.sp = (mbk_spatial_vec *)(b + off[6]);
+    w.vec = (double *)(b + off[7]);
+    const mt_dhdr *h = (const mt_dhdr *)b;
+    w.numeric = h->numeric;
+    w.with_velocity = h->with_velocity != 0;
+    return w;
+}
+
+/* ---- small spatial helpers ------------------------------------------------ */
+
+/* A motion given in F at F's origin, in Ground at Ground's origin. */
+static inline mbk_spatial_vec from_F(const mbk_mat33 *R, mbk_vec3 p_F, mbk_spatial_vec V)
+{
+    mbk_vec3 w = mbk_mat33_mul_vec(*R, V.w);
+    return mbk_spatial_vec_make(w, mbk_vec3_sub(mbk_mat33_mul_vec(*R, V.v), mbk_vec3_cross(w, p_F)));
+}
+
+/* A motion at point p (in G) taken to Ground's origin. */
+static inline mbk_spatial_vec motion_at_origin(mbk_spatial_vec V, mbk_vec3 p)
+{
+    return mbk_spatial_vec_make(V.w, mbk_vec3_sub(V.v, mbk_vec3_cross(V.w, p)));
+}
+
+/* M x for a 6 x 6 row-major M and a spatial vector x. */
+static inline mbk_spatial_vec mat6_mul(const double M[6][6], mbk_spatial_vec x)
+{
+    const double v[6] = {x.w.x, x.w.y, x.w.z, x.v.x, x.v.y, x.v.z};
+    double r[6];
+    for (int i = 0; i < 6; ++i)
+        r[i] = M[i][0] * v[0] + M[i][1] * v[1] + M[i][2] * v[2] + M[i][3] * v[3] + M[i][4] * v[4] + M[i][5] * v[5];
+    return mbk_spatial_vec_make(mbk_vec3_make(r[0], r[1], r[2]), mbk_vec3_make(r[3], r[4], r[5]));
+}
+
+/* M^T x. */
+static inline mbk_spatial_vec mat6_tmul(const double M[6][6], mbk_spatial_vec x)
+{
+    const double v[6] = {x.w.x, x.w.y, x.w.z, x.v.x, x.v.y, x.v.z};
+    double r[6] = {0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < 6; ++i)
+        for (int j = 0; j < 6; ++j) r[j] += M[i][j] * v[i];
+    return mbk_spatial_vec_make(mbk_vec3_make(r[0], r[1], r[2]), mbk_vec3_make(r[3], r[4], r[5]));
+}
+
+/* The axis of the rotation dR R^T (its skew part; exact for a rotation's derivative). */
+static inline mbk_vec3 vee_dR(const mbk_mat33 *dR, const mbk_mat33 *R)
+{
+    mbk_mat33 A = mbk_mat33_mul_transpose(*dR, *R);
+    return mbk_vec3_make(0.5 * (A.m[2][1] - A.m[1][2]), 0.5 * (A.m[0][2] - A.m[2][0]), 0.5 * (A.m[1][0] - A.m[0][1]));
+}
+
+/* B of one body (see the top) added into Bc: column by column, B e_c. */
+static void add_B(double Bc[6][6], const mt_composite *Y, mbk_spatial_vec v, mbk_spatial_vec h)
+{
+    for (int c = 0; c < 6; ++c) {
+        mbk_spatial_vec e = mbk_spatial_vec_make(mbk_vec3_make(c == 0, c == 1, c == 2), mbk_vec3_make(c == 3, c == 4, c == 5));
+        mbk_spatial_vec ew = mt_composite_mul(Y, &e);
+        mbk_spatial_vec ev = mbk_spatial_cross_motion(e, v);
+        mbk_spatial_vec b = mbk_spatial_vec_add(mbk_spatial_vec_add(mt_composite_mul(Y, &ev), mbk_spatial_cross_force(e, h)),
+                                                mbk_spatial_cross_force(v, ew));
+        Bc[0][c] += b.w.x; Bc[1][c] += b.w.y; Bc[2][c] += b.w.z;
+        Bc[3][c] += b.v.x; Bc[4][c] += b.v.y; Bc[5][c] += b.v.z;
+    }
+}
+
+/* Pc += P (both about Ground's origin). */
+static inline void composite_add(mt_composite *Pc, const mt_composite *P)
+{
+    Pc->m += P->m;
+    Pc->h = mbk_vec3_add(Pc->h, P->h);
+    Pc->I.xx += P->I.xx; Pc->I.yy += P->I.yy; Pc->I.zz += P->I.zz;
+    Pc->I.xy += P->I.xy; Pc->I.xz += P->I.xz; Pc->I.yz += P->I.yz;
+}
+
+/* ---- setup ----------------------------------------------------------------- */
+
+/* One joint's columns in Ground from its mobilizer's derivatives (not a Pin):
+   per q, T, dS (per u) and, in the w and alpha slots, the joint's own parts
+   dS u and dS udot + v_p x dS u + dc (finished by finish_columns); per u, dc/du
+   added to alpha. Returns c, the joint's velocity-product acceleration at
+   Ground's origin (zero without velocities). */
+static int joint_columns(const mbk_matter *m, const mbk_state *s, int i, const mt_dws *ws, const mbk_transform *X_GF,
+                         const double *qraw, const double *qn, int nq, const double *u, const double *udot,
+                         mbk_spatial_vec v_p, bool euler, mbk_spatial_vec *c_out, int *numeric)
+{
+    const mt_body *b = &m->bodies[i];
+    const mbk_mobilizer_ops *o = b->mob.ops;
+    const int nu = b->nu, q0 = qlayout(m, s)[2 * i];
+    const mbk_mat33 *R = &X_GF->R;
+    const mbk_vec3 pF = X_GF->p;
+    mbk_mobilizer_derivatives d;
+    int rc = mbk_mobilizer_calc_derivatives(&b->mob, euler, qraw, u, &d);
+    if (rc < 0) return mbk_set_error(rc, "body %d: %s", i, mbk_last_error());
+    *numeric += d.numeric != 0;
+    mbk_transform X;
+    mbk_spatial_vec H[MBK_MOBILIZER_MAX_U], hd = mbk_spatial_vec_zero();
+    o->calc_X_FM(b->mob.impl, euler, qn, &X);
+    if (nu) o->calc_H_FM(b->mob.impl, euler, qn, H);
+    if (o->calc_Hdot_u && nu) o->calc_Hdot_u(b->mob.impl, euler, qn, u, &hd);
+    const mbk_vec3 p = X.p;
+    /* V_FM at M's origin */
+    mbk_vec3 wFM = mbk_vec3_zero(), vFM = mbk_vec3_zero();
+    for (int l = 0; l < nu; ++l) {
+        wFM = mbk_vec3_add(wFM, mbk_vec3_scale(H[l].w, u[l]));
+        vFM = mbk_vec3_add(vFM, mbk_vec3_scale(H[l].v, u[l]));
+    }
+    /* c in F at F's origin: d/dt (H at F's origin) u */
+    mbk_spatial_vec cF = mbk_spatial_vec_make(
+        hd.w, mbk_vec3_sub(mbk_vec3_sub(hd.v, mbk_vec3_cross(hd.w, p)), mbk_vec3_cross(wFM, vFM)));
+    *c_out = ws->with_velocity ? from_F(R, pF, cF) : mbk_spatial_vec_zero();
+    mbk_spatial_vec *dS = ws->dS + b->ds0;
+    for (int k = 0; k < nq; ++k) {
+        mbk_vec3 om = vee_dR(&d.dR[k], &X.R);
+        mt_dcol *col = &ws->qcol[q0 + k];
+        col->T = from_F(R, pF, mbk_spatial_vec_make(om, mbk_vec3_sub(d.dp[k], mbk_vec3_cross(om, p))));
+        mbk_vec3 dwFM = mbk_vec3_zero(), dvFM = mbk_vec3_zero();
+        mbk_spatial_vec dv = mbk_spatial_vec_zero(), dsud = mbk_spatial_vec_zero();
+        for (int l = 0; l < nu; ++l) {
+            const mbk_spatial_vec *g = &d.dH[k][l];
+            mbk_spatial_vec dHF = mbk_spatial_vec_make(
+                g->w, mbk_vec3_sub(mbk_vec3_sub(g->v, mbk_vec3_cross(g->w, p)), mbk_vec3_cross(H[l].w, d.dp[k])));
+            dS[k * nu + l] = from_F(R, pF, dHF);
+            dv = mbk_spatial_vec_add(dv, mbk_spatial_vec_scale(dS[k * nu + l], u[l]));
+            if (udot) dsud = mbk_spatial_vec_add(dsud, mbk_spatial_vec_scale(dS[k * nu + l], udot[l]));
+            dwFM = mbk_vec3_add(dwFM, mbk_vec3_scale(g->w, u[l]));
+            dvFM = mbk_vec3_add(dvFM, mbk_vec3_scale(g->v, u[l]));
+        }
+        if (!ws->with_velocity) {
+            col->w = mbk_spatial_vec_zero();
+            col->alpha = dsud;
+            continue;
+        }
+        const mbk_spatial_vec *e = &d.dHdot_u_dq[k];
+        mbk_spatial_vec dcF = mbk_spatial_vec_make(
+            e->w, mbk_vec3_sub(mbk_vec3_sub(mbk_vec3_sub(e->v, mbk_vec3_cross(e->w, p)), mbk_vec3_cross(hd.w, d.dp[k])),
+                               mbk_vec3_add(mbk_vec3_cross(dwFM, vFM), mbk_vec3_cross(wFM, dvFM))));
+        col->w = dv;
+        col->alpha = mbk_spatial_vec_add(mbk_spatial_vec_add(dsud, mbk_spatial_cross_motion(v_p, dv)), from_F(R, pF, dcF));
+    }
+    if (!ws->with_velocity) return MBK_OK;
+    for (int l = 0; l < nu; ++l) {
+        const mbk_spatial_vec *e = &d.dHdot_u_du[l];
+        mbk_spatial_vec dcF = mbk_spatial_vec_make(
+            e->w, mbk_vec3_sub(mbk_vec3_sub(mbk_vec3_sub(e->v, mbk_vec3_cross(e->w, p)), mbk_vec3_cross(H[l].w, vFM)),
+                               mbk_vec3_cross(wFM, H[l].v)));
+        mt_dcol *col = &ws->ucol[b->u0 + l];
+        col->alpha = mbk_spatial_vec_add(col->alpha, from_F(R, pF, dcF));
+    }
+    return MBK_OK;
+}
+
+int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, mbk_vec3 g, bool with_velocity)
+{
+    mt_dws ws = mt_dws_of(m, s);
+    ws.with_velocity = with_velocity;
+    const int *lay = qlayout(m, s);
+    const bool euler = layout_euler(m, lay);
+    const double *q = mbk_state_get_subsystem_q(s, m->sub), *u = mbk_state_get_subsystem_u(s, m->sub);
+    const double *qn = mt_cache(m, s, C_QN);
+    const mt_pos *pos = mt_cache(m, s, C_POS);
+    const mbk_spatial_vec *H = mt_cache(m, s, C_H);
+    mt_dbody *db = ws.body;
+    memset(&db[0], 0, sizeof db[0]);
+    db[0].a = mbk_spatial_vec_make(mbk_vec3_zero(), mbk_vec3_neg(g));
+    /* base to tip: velocities, accelerations, columns, forces, B */
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_body *b = &m->bodies[i];
+        const mt_dbody *dp = &db[b->parent];
+        mt_dbody *di = &db[i];
+        const mbk_vec3 pB = pos[i].X_GB.p;
+        const double *ub = u + b->u0, *udb = udot ? udot + b->u0 : NULL;
+        mbk_spatial_vec vrel = mbk_spatial_vec_zero(), arel = mbk_spatial_vec_zero();
+        for (int l = 0; l < b->nu; ++l) {
+            mbk_spatial_vec S = motion_at_origin(H[b->u0 + l], pB);
+            mt_dcol *uc = &ws.ucol[b->u0 + l];
+            uc->T = uc->w = S;
+            uc->alpha = with_velocity ? mbk_spatial_cross_motion(dp->v, S) : mbk_spatial_vec_zero();
+            vrel = mbk_spatial_vec_add(vrel, mbk_spatial_vec_scale(S, ub[l]));
+            if (udb) arel = mbk_spatial_vec_add(arel, mbk_spatial_vec_scale(S, udb[l]));
+        }
+        /* a_i = a_p + S udot + v_p x S u + c */
+        di->v = with_velocity ? mbk_spatial_vec_add(dp->v, vrel) : mbk_spatial_vec_zero();
+        di->a = mbk_spatial_vec_add(dp->a, arel);
+        if (with_velocity) di->a = mbk_spatial_vec_add(di->a, mbk_spatial_cross_motion(dp->v, vrel));
+        const int q0 = lay[2 * i], nq = lay[2 * i + 1];
+        if (b->pin) { /* T = S, dS = 0, c = 0 */
+            mt_dcol *qc = &ws.qcol[q0];
+            qc->T = ws.ucol[b->u0].T;
+            qc->w = qc->alpha = mbk_spatial_vec_zero();
+        } else if (nq > 0) {
+            mbk_transform X_GF = mbk_transform_compose(pos[b->parent].X_GB, b->X_PF);
+            mbk_spatial_vec c = mbk_spatial_vec_zero();
+            int rc = joint_columns(m, s, i, &ws, &X_GF, q + q0, qn + q0, nq, ub, udb, dp->v, euler, &c, &ws.numeric);
+            if (rc < 0) return rc;
+            di->a = mbk_spatial_vec_add(di->a, c);
+        }
+        /* finish the columns: w = dS u - T x v_i, alpha = (own part) - T x a_i - w x v_i;
+           u columns: alpha = v_p x S + dc/du - S x v_i */
+        for (int k = 0; k < nq; ++k) {
+            mt_dcol *qc = &ws.qcol[q0 + k];
+            if (with_velocity) qc->w = mbk_spatial_vec_sub(qc->w, mbk_spatial_cross_motion(qc->T, di->v));
+            qc->alpha = mbk_spatial_vec_sub(mbk_spatial_vec_sub(qc->alpha, mbk_spatial_cross_motion(qc->T, di->a)),
+                                            mbk_spatial_cross_motion(qc->w, di->v));
+        }
+        for (int l = 0; with_velocity && l < b->nu; ++l) {
+            mt_dcol *uc = &ws.ucol[b->u0 + l];
+            uc->alpha = mbk_spatial_vec_sub(uc->alpha, mbk_spatial_cross_motion(uc->T, di->v));
+        }
+        /* inertia about Ground's origin, forces, B */
+        mt_composite Bi = {b->mass, mbk_vec3_scale(pos[i].c_G, b->mass), pos[i].I_G};
+        mt_composite Y = {0, {0, 0, 0}, {0, 0, 0, 0, 0, 0}};
+        mt_composite_add_shifted(&Y, &Bi, pB);
+        di->Yc = Y;
+        mbk_spatial_vec h = mt_composite_mul(&Y, &di->v);
+        di->F = mbk_spatial_vec_add(mt_composite_mul(&Y, &di->a), mbk_spatial_cross_force(di->v, h));
+        di->Phi = mbk_spatial_vec_zero();
+        memset(di->Bc, 0, sizeof di->Bc);
+        if (with_velocity) add_B(di->Bc, &Y, di->v, h);
+    }
+    /* tip to base: subtree sums */
+    for (int i = m->nb - 1; i >= 1; --i) {
+        int p = m->bodies[i].parent;
+        if (p <= 0) continue;
+        mt_dbody *dp = &db[p];
+        const mt_dbody *di = &db[i];
+        dp->F = mbk_spatial_vec_add(dp->F, di->F);
+        composite_add(&dp->Yc, &di->Yc);
+        if (with_velocity)
+            for (int r = 0; r < 6; ++r)
+                for (int c = 0; c < 6; ++c) dp->Bc[r][c] += di->Bc[r][c];
+    }
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_body *b = &m->bodies[i];
+        for (int l = 0; l < b->nu; ++l) {
+            mt_drow *r = &ws.row[b->u0 + l];
+            const mbk_spatial_vec *S = &ws.ucol[b->u0 + l].T;
+            r->YcS = mt_composite_mul(&db[i].Yc, S);
+            r->BtS = with_velocity ? mat6_tmul((const double(*)[6])db[i].Bc, *S) : mbk_spatial_vec_zero();
+        }
+    }
+    mt_dhdr *hdr = dws_header(m, s);
+    hdr->with_velocity = with_velocity;
+    hdr->numeric = ws.numeric;
+    hdr->has_phi = 0;
+    return MBK_OK;
+}
+
+/* ---- the sweeps ---------------------------------------------------------------- */
+
+void mt_deriv_add_phi(const mbk_matter *m, const mbk_state *s, int body, mbk_spatial_vec F0)
+{
+    if (body <= 0) return;
+    mt_dws ws = mt_dws_of(m, s);
+    ws.body[body].Phi = mbk_spatial_vec_add(ws.body[body].Phi, F0);
+    dws_header(m, s)->has_phi = 1;
+}
+
+/* dr[r * ld + col] += scale * S_r . g over the rows of body a and its ancestors. */
+static inline void add_up(const mbk_matter *m, const mt_dws *ws, int a, mbk_spatial_vec g, double scale, double *dr,
+                          int ld, int col)
+{
+    for (; a > 0; a = m->bodies[a].parent) {
+        const mt_body *b = &m->bodies[a];
+        for (int l = 0; l < b->nu; ++l)
+            dr[(size_t)(b->u0 + l) * (size_t)ld + (size_t)col] += scale * mbk_spatial_vec_dot(ws->ucol[b->u0 + l].T, g);
+    }
+}
+
+void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, double *dr_dq, int ldq, double *dr_du,
+                    int ldu)
+{
+    mt_dws ws = mt_dws_of(m, s);
+    const int *lay = qlayout(m, s);
+    mt_dbody *db = ws.body;
+    const bool phi = dws_header(m, s)->has_phi != 0;
+    if (phi) /* subtree sums of the fixed forces */
+        for (int i = m->nb - 1; i >= 1; --i) {
+            int p = m->bodies[i].parent;
+            if (p > 0) db[p].Phi = mbk_spatial_vec_add(db[p].Phi, db[i].Phi);
+        }
+    for (int j = 1; j < m->nb; ++j) {
+        const mt_body *bj = &m->bodies[j];
+        const mt_dbody *dj = &db[j];
+        const int p0 = m->pre[j], p1 = p0 + m->size[j];
+        /* u columns */
+        for (int l = 0; dr_du && ws.with_velocity && l < bj->nu; ++l) {
+            const int col = bj->u0 + l;
+            const mt_dcol *c = &ws.ucol[col];
+            for (int at = p0; at < p1; ++at) {
+                const mt_body *bi = &m->bodies[m->order[at]];
+                for (int r = bi->u0; r < bi->u0 + bi->nu; ++r)
+                    dr_du[(size_t)r * (size_t)ldu + (size_t)col] +=
+                        scale * (mbk_spatial_vec_dot(ws.row[r].YcS, c->alpha) + mbk_spatial_vec_dot(ws.row[r].BtS, c->w));
+            }
+            mbk_spatial_vec g = mbk_spatial_vec_add(mt_composite_mul(&dj->Yc, &c->alpha),
+                                                    mat6_mul((const double(*)[6])dj->Bc, c->w));
+            add_up(m, &ws, bj->parent, g, scale, dr_du, ldu, col);
+        }
+        /* q columns */
+        const int nq = lay[2 * j + 1];
+        for (int k = 0; dr_dq && k < nq; ++k) {
+            const int col = lay[2 * j] + k;
+            const mt_dcol *c = &ws.qcol[col];
+            for (int at = p0 + 1; at < p1; ++at) {
+                const int i = m->order[at];
+                const mt_body *bi = &m->bodies[i];
+                for (int r = bi->u0; r < bi->u0 + bi->nu; ++r) {
+                    double x = mbk_spatial_vec_dot(ws.row[r].YcS, c->alpha);
+                    if (ws.with_velocity) x += mbk_spatial_vec_dot(ws.row[r].BtS, c->w);
+                    if (phi) x -= mbk_spatial_vec_dot(c->T, mbk_spatial_cross_force(ws.ucol[r].T, db[i].Phi));
+                    dr_dq[(size_t)r * (size_t)ldq + (size_t)col] += scale * x;
+                }
+            }
+            mbk_spatial_vec g = mbk_spatial_vec_add(mbk_spatial_cross_force(c->T, dj->F), mt_composite_mul(&dj->Yc, &c->alpha));
+            if (ws.with_velocity) g = mbk_spatial_vec_add(g, mat6_mul((const double(*)[6])dj->Bc, c->w));
+            const mbk_spatial_vec Fnet = mbk_spatial_vec_sub(dj->F, dj->Phi);
+            for (int l = 0; l < bj->nu; ++l) {
+                double x = mbk_spatial_vec_dot(ws.ucol[bj->u0 + l].T, g);
+                if (!bj->pin) x += mbk_spatial_vec_dot(ws.dS[bj->ds0 + k * bj->nu + l], Fnet);
+                dr_dq[(size_t)(bj->u0 + l) * (size_t)ldq + (size_t)col] += scale * x;
+            }
+            add_up(m, &ws, bj->parent, g, scale, dr_dq, ldq, col);
+        }
+    }
+}
+
+/* Whether body a is body b or one of its ancestors. */
+static inline bool is_ancestor(const mbk_matter *m, int a, int b)
+{
+    return m->pre[a] <= m->pre[b] && m->pre[b] < m->pre[a] + m->size[a];
+}
+
+/* One joint's columns for an element: the forces' changes on each of its bodies,
+   then up each body's path to Ground. */
+static void pair_joint(const mbk_matter *m, const mt_dws *ws, const int *lay, const mt_pair_jac *J, int j, double scale,
+                       double *df_dq, int ldq, double *df_du, int ldu)
+{
+    const mt_body *bj = &m->bodies[j];
+    bool in[2];
+    for (int c = 0; c < J->n; ++c) in[c] = J->body[c] > 0 && is_ancestor(m, j, J->body[c]);
+    const int nq = lay[2 * j + 1];
+    for (int k = 0; df_dq && k < nq; ++k) {
+        const int col = lay[2 * j] + k;
+        const mt_dcol *c = &ws->qcol[col];
+        for (int b = 0; b < J->n; ++b) {
+            if (J->body[b] <= 0) continue;
+            mbk_spatial_vec g = mbk_spatial_vec_zero();
+            for (int e = 0; e < J->n; ++e) {
+                if (!in[e]) continue;
+                if (J->has_K) g = mbk_spatial_vec_add(g, mat6_mul(J->K[b][e], c->T));
+                if (J->has_D) {
+                    mbk_spatial_vec dV = mbk_spatial_vec_add(mbk_spatial_cross_motion(c->T, ws->body[J->body[e]].v), c->w);
+                    g = mbk_spatial_vec_add(g, mat6_mul(J->D[b][e], dV));
+                }
+            }
+            add_up(m, ws, J->body[b], g, scale, df_dq, ldq, col);
+        }
+    }
+    for (int l = 0; df_du && J->has_D && l < bj->nu; ++l) {
+        const int col = bj->u0 + l;
+        for (int b = 0; b < J->n; ++b) {
+            if (J->body[b] <= 0) continue;
+            mbk_spatial_vec g = mbk_spatial_vec_zero();
+            for (int e = 0; e < J->n; ++e)
+                if (in[e]) g = mbk_spatial_vec_add(g, mat6_mul(J->D[b][e], ws->ucol[col].T));
+            add_up(m, ws, J->body[b], g, scale, df_du, ldu, col);
+        }
+    }
+}
+
+void mt_deriv_add_pair(const mbk_matter *m, const mbk_state *s, const mt_pair_jac *J, double scale, double *df_dq,
+                       int ldq, double *df_du, int ldu)
+{
+    if (!J->has_K && !J->has_D) return;
+    mt_dws ws = mt_dws_of(m, s);
+    const int *lay = qlayout(m, s);
+    /* every joint above the first body, then those above the second up to the
+       first shared one */
+    for (int j = J->body[0]; j > 0; j = m->bodies[j].parent)
+        pair_joint(m, &ws, lay, J, j, scale, df_dq, ldq, df_du, ldu);
+    if (J->n > 1)
+        for (int j = J->body[1]; j > 0 && !(J->body[0] > 0 && is_ancestor(m, j, J->body[0])); j = m->bodies[j].parent)
+            pair_joint(m, &ws, lay, J, j, scale, df_dq, ldq, df_du, ldu);
+}
