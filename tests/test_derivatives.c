@@ -147,6 +147,17 @@ static mbk_mass_props random_mass_props(void)
     return mbk_mass_props_from_central(1.0 + 0.5 * rnd(), rvec(0.4), I);
 }
 
+/* Where the force elements act whose laws are singular somewhere (so the random
+   States keep away from there): two-point elements (zero distance), bushings
+   (gimbal lock) and stops (the limits, where the force has a kink). */
+typedef struct where {
+    int kind;               /* 0 two-point, 1 bushing, 2 stop */
+    int b[2];
+    mbk_vec3 st[2];
+    mbk_transform X[2];
+    double lo, hi;
+} where;
+
 typedef struct model {
     mbk_system *sys;
     const mbk_matter *m;
@@ -154,6 +165,8 @@ typedef struct model {
     mbk_state *s;
     int nb, nq, nu, euler;
     int kind[MAX_B];
+    where w[64];
+    int nw;
 } model;
 
 /* A random tree of nbodies bodies, kinds drawn from allowed[]; gravity on. */
@@ -210,6 +223,42 @@ static void randomize(model *md, double uscale)
     for (int i = 0; i < md->nu; ++i) u[i] = uscale * rnd();
 }
 
+/* Whether the State keeps away from the elements' singular places. */
+static int state_ok(model *md)
+{
+    if (mbk_system_realize(md->sys, md->s, MBK_STAGE_POSITION) < 0) return 0;
+    for (int k = 0; k < md->nw; ++k) {
+        const where *w = &md->w[k];
+        mbk_transform X0, X1;
+        if (w->kind == 2) {
+            double q = mbk_state_get_q(md->s)[mbk_matter_get_body_q_start(md->m, md->s, w->b[0])];
+            if (fabs(q - w->lo) < 0.02 || fabs(q - w->hi) < 0.02) return 0;
+            continue;
+        }
+        mbk_matter_get_body_transform(md->m, md->s, w->b[0], &X0);
+        mbk_matter_get_body_transform(md->m, md->s, w->b[1], &X1);
+        if (w->kind == 0) {
+            mbk_vec3 d = mbk_vec3_sub(mbk_transform_apply_point(X1, w->st[1]), mbk_transform_apply_point(X0, w->st[0]));
+            if (mbk_vec3_norm(d) < 0.2) return 0;
+        } else {
+            mbk_transform F = mbk_transform_compose(X0, w->X[0]), M = mbk_transform_compose(X1, w->X[1]);
+            mbk_vec3 a = mbk_mat33_to_body_xyz(mbk_mat33_transpose_mul(F.R, M.R));
+            if (fabs(cos(a.y)) < 0.3) return 0;
+        }
+    }
+    return 1;
+}
+
+/* Random q and u away from the elements' singular places. */
+static void randomize_ok(model *md, double uscale)
+{
+    for (int tries = 0; tries < 1000; ++tries) {
+        randomize(md, uscale);
+        if (state_ok(md)) return;
+    }
+    CHECK(0 && "no regular State found");
+}
+
 /* ---- central differences with Richardson's extrapolation --------------- */
 
 /* What is differentiated: a vector of nu at the State (realized inside). */
@@ -235,7 +284,7 @@ static int udot_value(model *md, const void *arg, double *out)
 }
 
 /* f = tau + J^T F of the State's applied forces. */
-static __attribute__((unused)) int force_value(model *md, const void *arg, double *out)
+static int force_value(model *md, const void *arg, double *out)
 {
     (void)arg;
     int rc = mbk_system_realize(md->sys, md->s, MBK_STAGE_DYNAMICS);
@@ -330,9 +379,98 @@ static void test_each_mobilizer(void)
     }
 }
 
+/* The force Jacobians (added into arrays holding something already) against
+   differences of the applied generalized force. */
+static void check_forces(model *md, double *worst, const char *what)
+{
+    static double A_q[MAX_U * MAX_Q], A_u[MAX_U * MAX_U], B_q[MAX_U * MAX_Q], B_u[MAX_U * MAX_U];
+    for (int i = 0; i < md->nu * md->nq; ++i) A_q[i] = 1.0;
+    for (int i = 0; i < md->nu * md->nu; ++i) A_u[i] = -2.0;
+    CHECK_INT(mbk_system_add_force_jacobians(md->sys, md->s, A_q, A_u), MBK_OK);
+    for (int i = 0; i < md->nu * md->nq; ++i) A_q[i] -= 1.0;
+    for (int i = 0; i < md->nu * md->nu; ++i) A_u[i] += 2.0;
+    fd_derivatives(md, force_value, NULL, 1e-3, B_q, B_u);
+    double e = fmax(rel_err(A_q, B_q, md->nu * md->nq), rel_err(A_u, B_u, md->nu * md->nu));
+    *worst = fmax(*worst, e);
+    if (e > TOL) {
+        fprintf(stderr, "    %s: df error %.3g\n", what, e);
+        if (getenv("MBK_TEST_DEBUG")) {
+            for (int i = 0; i < md->nu; ++i) for (int j = 0; j < md->nq; ++j) if (fabs(A_q[i*md->nq+j]-B_q[i*md->nq+j]) > 1e-6) fprintf(stderr, "      q[%d][%d] %g %g\n", i, j, A_q[i*md->nq+j], B_q[i*md->nq+j]);
+            for (int i = 0; i < md->nu; ++i) for (int j = 0; j < md->nu; ++j) if (fabs(A_u[i*md->nu+j]-B_u[i*md->nu+j]) > 1e-6) fprintf(stderr, "      u[%d][%d] %g %g\n", i, j, A_u[i*md->nu+j], B_u[i*md->nu+j]);
+            for (int b = 1; b < md->nb; ++b) fprintf(stderr, "      body %d kind %s u0 %d q0 %d q %g\n", b, kind_names[md->kind[b]], mbk_matter_get_body_u_start(md->m, md->s, b), mbk_matter_get_body_q_start(md->m, md->s, b), mbk_state_get_q(md->s)[mbk_matter_get_body_q_start(md->m, md->s, b)]);
+        }
+    }
+}
+
+/* A body index in [lo, hi] drawn at random. */
+static int rbody(int lo, int hi) { return lo + (int)((rnd() + 1.0) * 0.5 * (hi - lo + 1)) % (hi - lo + 1); }
+
+/* Random trees with every built-in force element but contact (test_contact). */
+static void test_force_elements(void)
+{
+    static const int all[] = {K_PIN, K_SLIDER, K_TRANSLATION, K_BALL, K_FREE, K_SCREW, K_UNIVERSAL,
+                              K_CYLINDER, K_PLANAR, K_GIMBAL, K_BUSHING, K_FUNCTION, K_PIN, K_PIN};
+    for (int euler = 0; euler < 2; ++euler)
+        for (int rep = 0; rep < 3; ++rep) {
+            model md;
+            build_tree(&md, 7, euler, all, (int)(sizeof all / sizeof all[0]));
+            mbk_forces *f = md.f;
+            const int nb = md.nb - 1;
+            for (int k = 0; k < 2; ++k) {
+                for (int t = 0; t < 3; ++t) {
+                    where *w = &md.w[md.nw++];
+                    w->kind = 0;
+                    w->b[0] = rbody(0, nb);
+                    w->b[1] = rbody(1, nb);
+                    w->st[0] = rvec(0.5);
+                    w->st[1] = rvec(0.5);
+                    int rc = t == 0   ? mbk_force_add_two_point_linear_spring(f, w->b[0], w->st[0], w->b[1], w->st[1], 30.0, 0.4)
+                             : t == 1 ? mbk_force_add_two_point_linear_damper(f, w->b[0], w->st[0], w->b[1], w->st[1], 3.0)
+                                      : mbk_force_add_two_point_constant_force(f, w->b[0], w->st[0], w->b[1], w->st[1], 7.0);
+                    CHECK(rc >= 0);
+                }
+                CHECK(mbk_force_add_constant_force(f, rbody(1, nb), rvec(0.5), rvec(5.0)) >= 0);
+                CHECK(mbk_force_add_constant_torque(f, rbody(1, nb), rvec(5.0)) >= 0);
+                const double kk[6] = {20, 30, 40, 50, 60, 70}, cc[6] = {1, 2, 3, 4, 5, 6};
+                where *w = &md.w[md.nw++];
+                w->kind = 1;
+                w->b[0] = rbody(0, nb);
+                w->b[1] = rbody(1, nb);
+                w->X[0] = mbk_transform_make(rrot(), rvec(0.3));
+                w->X[1] = mbk_transform_make(rrot(), rvec(0.3));
+                CHECK(mbk_force_add_linear_bushing(f, w->b[0], &w->X[0], w->b[1], &w->X[1], kk, cc) >= 0);
+            }
+            for (int b = 1; b <= nb; ++b)
+                if (md.kind[b] == K_PIN || md.kind[b] == K_SLIDER || md.kind[b] == K_UNIVERSAL) {
+                    CHECK(mbk_force_add_mobility_linear_spring(f, b, 0, 15.0, 0.2) >= 0);
+                    CHECK(mbk_force_add_mobility_linear_damper(f, b, 0, 1.5) >= 0);
+                    CHECK(mbk_force_add_mobility_constant_force(f, b, 0, 2.0) >= 0);
+                    CHECK(mbk_force_add_mobility_linear_stop(f, b, 0, 400.0, 0.7, -0.3, 0.3) >= 0);
+                    where *w = &md.w[md.nw++];
+                    w->kind = 2;
+                    w->b[0] = b;
+                    w->lo = -0.3;
+                    w->hi = 0.3;
+                }
+            finish_model(&md);
+            double wr = 0, wa = 0, wf = 0;
+            for (int trial = 0; trial < 10; ++trial) {
+                randomize_ok(&md, 1.0);
+                check_forces(&md, &wf, "elements");
+                check_state(&md, &wr, &wa, "elements");
+            }
+            if (getenv("MBK_TEST_VERBOSE")) printf("  elements %s df %.2g dr %.2g dudot %.2g\n", euler ? "euler" : "quat ", wf, wr, wa);
+            CHECK(wf <= TOL);
+            CHECK(wr <= TOL);
+            CHECK(wa <= TOL);
+            destroy_model(&md);
+        }
+}
+
 int main(void)
 {
     test_mobilizer_derivatives();
     test_each_mobilizer();
+    test_force_elements();
     return mbk_test_finish();
 }
