@@ -334,6 +334,8 @@ static double rel_err(const double *a, const double *b, int n)
     return d / big;
 }
 
+static double fd_step = 1e-3; /* relative step of the reference differences */
+
 /* The tolerance of every analytic-against-differences check (the 1e-7). */
 #define TOL 1e-7
 
@@ -344,12 +346,12 @@ static void check_state(model *md, double *worst_r, double *worst_a, const char 
     double udot[MAX_U];
     for (int i = 0; i < md->nu; ++i) udot[i] = rnd();
     CHECK_INT(mbk_system_calc_residual_derivatives(md->sys, md->s, udot, A_q, A_u), MBK_OK);
-    fd_derivatives(md, residual_value, udot, 1e-3, B_q, B_u);
+    fd_derivatives(md, residual_value, udot, fd_step, B_q, B_u);
     double e = fmax(rel_err(A_q, B_q, md->nu * md->nq), rel_err(A_u, B_u, md->nu * md->nu));
     *worst_r = fmax(*worst_r, e);
     if (e > TOL) fprintf(stderr, "    %s: dr error %.3g\n", what, e);
     CHECK_INT(mbk_system_calc_acceleration_derivatives(md->sys, md->s, A_q, A_u), MBK_OK);
-    fd_derivatives(md, udot_value, NULL, 1e-3, B_q, B_u);
+    fd_derivatives(md, udot_value, NULL, fd_step, B_q, B_u);
     e = fmax(rel_err(A_q, B_q, md->nu * md->nq), rel_err(A_u, B_u, md->nu * md->nu));
     *worst_a = fmax(*worst_a, e);
     if (e > TOL) fprintf(stderr, "    %s: dudot error %.3g\n", what, e);
@@ -389,7 +391,7 @@ static void check_forces(model *md, double *worst, const char *what)
     CHECK_INT(mbk_system_add_force_jacobians(md->sys, md->s, A_q, A_u), MBK_OK);
     for (int i = 0; i < md->nu * md->nq; ++i) A_q[i] -= 1.0;
     for (int i = 0; i < md->nu * md->nu; ++i) A_u[i] += 2.0;
-    fd_derivatives(md, force_value, NULL, 1e-3, B_q, B_u);
+    fd_derivatives(md, force_value, NULL, fd_step, B_q, B_u);
     double e = fmax(rel_err(A_q, B_q, md->nu * md->nq), rel_err(A_u, B_u, md->nu * md->nu));
     *worst = fmax(*worst, e);
     if (e > TOL) {
@@ -467,8 +469,79 @@ static void test_force_elements(void)
         }
 }
 
+/* Hunt-Crossley contact: two free bodies (and a pendulum under one) with a sphere
+   each, pressed into the ground plane z = 0.1 by 0.01..0.05 and sliding at speeds
+   away from the friction law's kinks (0 and the transition velocity). */
+static void test_contact(void)
+{
+    const double params[6] = {2e6, 0.5, 0.9, 0.6, 0.1, 0.4}, r = 0.1, h = 0.1;
+    const mbk_vec3 centre[3] = {{0.1, -0.05, 0.2}, {-0.1, 0.1, -0.15}, {0.3, 0.0, 0.05}};
+    for (int euler = 0; euler < 2; ++euler) {
+        model md;
+        memset(&md, 0, sizeof md);
+        md.sys = mbk_multibody_create("contact");
+        mbk_matter *m = mbk_multibody_upd_matter(md.sys);
+        md.m = m;
+        md.f = mbk_multibody_upd_forces(md.sys);
+        md.euler = euler;
+        mbk_transform I = mbk_transform_identity(), X = mbk_transform_from_p(mbk_vec3_make(0.2, 0.1, 0));
+        mbk_mass_props mp = random_mass_props();
+        CHECK_INT(mbk_matter_add_body(m, 0, &I, &mp, &I, mbk_mobilizer_free()), 1);
+        CHECK_INT(mbk_matter_add_body(m, 0, &I, &mp, &I, mbk_mobilizer_free()), 2);
+        CHECK_INT(mbk_matter_add_body(m, 2, &X, &mp, &I, mbk_mobilizer_pin()), 3);
+        md.kind[1] = md.kind[2] = K_FREE;
+        md.kind[3] = K_PIN;
+        md.nb = 4;
+        mbk_force_add_gravity(md.f, mbk_vec3_make(0, 0, -9.81));
+        for (int b = 1; b <= 3; ++b) CHECK(mbk_force_add_hunt_crossley_sphere(md.f, b, centre[b - 1], r, h, params) >= 0);
+        finish_model(&md);
+        double wr = 0, wa = 0, wf = 0;
+        /* depths of a few cm against steps of 1e-3 would leave the differences' own
+           error (h / depth)^4 near 1e-7: a tenth of the step */
+        fd_step = 1e-4;
+        for (int trial = 0; trial < 20; ++trial) {
+            for (int tries = 0; tries < 1000; ++tries) {
+                randomize(&md, 1.0);
+                /* body 1 and 2's heights: their spheres 0.01..0.05 into the plane */
+                for (int b = 1; b <= 2; ++b) {
+                    mbk_vec3 C;
+                    mbk_system_realize(md.sys, md.s, MBK_STAGE_POSITION);
+                    mbk_matter_get_station_location(md.m, md.s, b, centre[b - 1], &C);
+                    double *q = mbk_state_upd_q(md.s);
+                    q[mbk_matter_get_body_q_start(md.m, md.s, b) + (euler ? 5 : 6)] += h + r - (0.03 + 0.02 * rnd()) - C.z;
+                }
+                mbk_system_realize(md.sys, md.s, MBK_STAGE_VELOCITY);
+                int ok = 1;
+                for (int b = 1; b <= 3 && ok; ++b) {
+                    mbk_vec3 C, v;
+                    mbk_transform Xb;
+                    mbk_matter_get_station_location(md.m, md.s, b, centre[b - 1], &C);
+                    double depth = r - (C.z - h);
+                    if (b == 3) ok = depth < -0.01 || depth > 0.01;
+                    if (depth <= 0) continue;
+                    mbk_vec3 P = mbk_vec3_make(C.x, C.y, h - 0.5 * depth);
+                    mbk_matter_get_body_transform(md.m, md.s, b, &Xb);
+                    mbk_matter_get_station_velocity(md.m, md.s, b, mbk_transform_invert_apply_point(Xb, P), &v);
+                    double vs = hypot(v.x, v.y);
+                    ok = ok && vs > 0.05 && fabs(vs - params[5]) > 0.05 && 1.0 + 1.5 * params[1] * -v.z > 0.1;
+                }
+                if (ok) break;
+            }
+            check_forces(&md, &wf, "contact");
+            check_state(&md, &wr, &wa, "contact");
+        }
+        fd_step = 1e-3;
+        if (getenv("MBK_TEST_VERBOSE")) printf("  contact  %s df %.2g dr %.2g dudot %.2g\n", euler ? "euler" : "quat ", wf, wr, wa);
+        CHECK(wf <= TOL);
+        CHECK(wr <= TOL);
+        CHECK(wa <= TOL);
+        destroy_model(&md);
+    }
+}
+
 int main(void)
 {
+    test_contact();
     test_mobilizer_derivatives();
     test_each_mobilizer();
     test_force_elements();
