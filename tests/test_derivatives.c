@@ -111,7 +111,7 @@ static void test_mobilizer_derivatives(void)
             int nq = mbk_mobilizer_get_nq(&mob, euler), nu = mob.ops->nu;
             for (int trial = 0; trial < 20; ++trial) {
                 double q[7], u[6];
-                for (int k = 0; k < nq; ++k) q[k] = 1.5 * rnd();
+                for (int k = 0; k < nq; ++k) q[k] = 1.2 * rnd(); /* |q1| < 1.2: the reference differences need W far from singular */
                 for (int j = 0; j < nu; ++j) u[j] = 2.0 * rnd();
                 if (!euler && (kind == K_BALL || kind == K_FREE)) q[0] += 1.5; /* keep |q| away from 0 */
                 mbk_mobilizer_derivatives a, n;
@@ -423,7 +423,7 @@ static void test_force_elements(void)
                     where *w = &md.w[md.nw++];
                     w->kind = 0;
                     w->b[0] = rbody(0, nb);
-                    w->b[1] = rbody(1, nb);
+                    do w->b[1] = rbody(1, nb); while (w->b[1] == w->b[0]);
                     w->st[0] = rvec(0.5);
                     w->st[1] = rvec(0.5);
                     int rc = t == 0   ? mbk_force_add_two_point_linear_spring(f, w->b[0], w->st[0], w->b[1], w->st[1], 30.0, 0.4)
@@ -437,7 +437,7 @@ static void test_force_elements(void)
                 where *w = &md.w[md.nw++];
                 w->kind = 1;
                 w->b[0] = rbody(0, nb);
-                w->b[1] = rbody(1, nb);
+                do w->b[1] = rbody(1, nb); while (w->b[1] == w->b[0]);
                 w->X[0] = mbk_transform_make(rrot(), rvec(0.3));
                 w->X[1] = mbk_transform_make(rrot(), rvec(0.3));
                 CHECK(mbk_force_add_linear_bushing(f, w->b[0], &w->X[0], w->b[1], &w->X[1], kk, cc) >= 0);
@@ -814,8 +814,321 @@ static void test_constraints(void)
     }
 }
 
+/* ---- the humanoid (as ../shared/ANCHORS.md): free base, 4 limbs of 6 Pins, 3-Pin torso */
+
+/* A Pin body: 1 kg box 1 x 0.1 x 0.1 along x, COM at (0.5, 0, 0); axis y or z. */
+static void add_pin_link(mbk_matter *m, int parent, int axis_y, double x, double y, double z)
+{
+    mbk_mat33 R = axis_y ? mbk_mat33_from_axis_angle(mbk_vec3_make(1, 0, 0), -1.5707963267948966) : mbk_mat33_identity();
+    mbk_transform X_PF = mbk_transform_make(R, mbk_vec3_make(x, y, z));
+    mbk_transform X_BM = mbk_transform_make(R, mbk_vec3_zero());
+    mbk_mass_props mp = mbk_mass_props_from_central(1.0, mbk_vec3_make(0.5, 0, 0), mbk_mat33_diag(0.02 / 12, 1.01 / 12, 1.01 / 12));
+    CHECK(mbk_matter_add_body(m, parent, &X_PF, &mp, &X_BM, mbk_mobilizer_pin()) > 0);
+}
+
+static void build_humanoid(model *md, int euler)
+{
+    memset(md, 0, sizeof *md);
+    md->sys = mbk_multibody_create("humanoid");
+    mbk_matter *m = mbk_multibody_upd_matter(md->sys);
+    md->m = m;
+    md->f = mbk_multibody_upd_forces(md->sys);
+    md->euler = euler;
+    mbk_transform I = mbk_transform_identity();
+    mbk_mass_props base = mbk_mass_props_from_central(1.0, mbk_vec3_zero(), mbk_mat33_diag(0.02 / 12, 1.01 / 12, 1.01 / 12));
+    CHECK_INT(mbk_matter_add_body(m, 0, &I, &base, &I, mbk_mobilizer_free()), 1);
+    md->kind[1] = K_FREE;
+    static const double attach[4][2] = {{0.5, 0.05}, {0.5, -0.05}, {-0.5, 0.05}, {-0.5, -0.05}};
+    int k = 2;
+    for (int limb = 0; limb < 4; ++limb)
+        for (int j = 0; j < 6; ++j, ++k) {
+            if (j == 0) add_pin_link(m, 1, 1, attach[limb][0], attach[limb][1], 0.0);
+            else add_pin_link(m, k - 1, j % 2 == 0, 1.0, 0.0, 0.0);
+            md->kind[k] = K_PIN;
+        }
+    for (int j = 0; j < 3; ++j, ++k) {
+        if (j == 0) add_pin_link(m, 1, 1, 0.0, 0.0, 0.05);
+        else add_pin_link(m, k - 1, j % 2 == 0, 1.0, 0.0, 0.0);
+        md->kind[k] = K_PIN;
+    }
+    md->nb = k;
+    mbk_force_add_gravity(md->f, mbk_vec3_make(0, 0, -9.81));
+}
+
+static void test_humanoid(void)
+{
+    for (int euler = 0; euler < 2; ++euler) {
+        model md;
+        build_humanoid(&md, euler);
+        finish_model(&md);
+        CHECK_INT(md.nu, 33);
+        CHECK_INT(md.nq, euler ? 33 : 34);
+        double wr = 0, wa = 0, wy = 0;
+        for (int trial = 0; trial < 20; ++trial) {
+            randomize(&md, 1.0);
+            check_state(&md, &wr, &wa, "humanoid");
+            if (trial < 3) check_ydot_jacobian(&md, &wy);
+        }
+        if (getenv("MBK_TEST_VERBOSE")) printf("  humanoid %s dr %.2g dudot %.2g ydot %.2g\n", euler ? "euler" : "quat ", wr, wa, wy);
+        CHECK(wr <= TOL);
+        CHECK(wa <= TOL);
+        CHECK(wy <= TOL);
+        destroy_model(&md);
+    }
+}
+
+/* Larger random trees mixing every mobilizer kind, with quaternions and Euler angles. */
+static void test_mixed_trees(void)
+{
+    static const int all[] = {K_WELD, K_PIN, K_SLIDER, K_TRANSLATION, K_BALL, K_FREE, K_SCREW, K_UNIVERSAL,
+                              K_CYLINDER, K_PLANAR, K_GIMBAL, K_BUSHING, K_FUNCTION};
+    for (int euler = 0; euler < 2; ++euler)
+        for (int rep = 0; rep < 4; ++rep) {
+            model md;
+            build_tree(&md, 20, euler, all, (int)(sizeof all / sizeof all[0]));
+            finish_model(&md);
+            double wr = 0, wa = 0, wy = 0;
+            for (int trial = 0; trial < 5; ++trial) {
+                randomize(&md, 1.0);
+                check_state(&md, &wr, &wa, "mixed tree");
+                if (trial == 0) check_ydot_jacobian(&md, &wy);
+            }
+            if (getenv("MBK_TEST_VERBOSE")) printf("  mixed tree %s dr %.2g dudot %.2g ydot %.2g\n", euler ? "euler" : "quat ", wr, wa, wy);
+            CHECK(wr <= TOL);
+            CHECK(wa <= TOL);
+            CHECK(wy <= TOL);
+            destroy_model(&md);
+        }
+}
+
+/* ---- exact identities ----------------------------------------------------------- */
+
+/* r is M udot + (terms without udot), so dr/dq(udot) - dr/dq(0) = d(M(q) udot)/dq: against
+   differences of the CRBA mass matrix times udot; and dr/du does not depend on udot. */
+static void test_mass_matrix_identity(void)
+{
+    static const int all[] = {K_PIN, K_BALL, K_FREE, K_UNIVERSAL, K_GIMBAL, K_PLANAR};
+    model md;
+    build_tree(&md, 8, 0, all, 6);
+    finish_model(&md);
+    static double A0[MAX_U * MAX_Q], A1[MAX_U * MAX_Q], U0[MAX_U * MAX_U], U1[MAX_U * MAX_U], B[MAX_U * MAX_Q];
+    static double M[MAX_U * MAX_U];
+    double worst = 0.0, worst_u = 0.0, worst_m = 0.0;
+    for (int trial = 0; trial < 20; ++trial) {
+        randomize(&md, 1.0);
+        double v[MAX_U], zero[MAX_U] = {0}, q0[MAX_Q];
+        for (int i = 0; i < md.nu; ++i) v[i] = rnd();
+        CHECK_INT(mbk_system_calc_residual_derivatives(md.sys, md.s, v, A1, U1), MBK_OK);
+        CHECK_INT(mbk_system_calc_residual_derivatives(md.sys, md.s, zero, A0, U0), MBK_OK);
+        /* r(udot) - r(0) is M udot exactly (the inverse dynamics is linear in udot) */
+        double r1[MAX_U], r0[MAX_U];
+        const double *tau = mbk_multibody_get_mobility_forces(md.sys, md.s);
+        const mbk_spatial_vec *F = mbk_multibody_get_body_forces(md.sys, md.s);
+        mbk_matter_calc_residual_force(md.m, md.s, tau, F, v, r1);
+        mbk_matter_calc_residual_force(md.m, md.s, tau, F, zero, r0);
+        CHECK_INT(mbk_matter_calc_mass_matrix(md.m, md.s, M), MBK_OK);
+        for (int i = 0; i < md.nu; ++i) {
+            double Mv = 0.0;
+            for (int j = 0; j < md.nu; ++j) Mv += M[i * md.nu + j] * v[j];
+            worst_m = fmax(worst_m, fabs(r1[i] - r0[i] - Mv) / fmax(1.0, fabs(Mv)));
+        }
+        /* d(M v)/dq by differences of the CRBA */
+        memcpy(q0, mbk_state_get_q(md.s), (size_t)md.nq * sizeof *q0);
+        for (int j = 0; j < md.nq; ++j) {
+            double h1 = 1e-3 * fmax(1.0, fabs(q0[j])), acc[MAX_U] = {0};
+            for (int r = 0; r < 2; ++r) {
+                double h = r ? 0.5 * h1 : h1, w = (r ? 4.0 / 3.0 : -1.0 / 3.0) * 0.5 / h;
+                for (int sg = -1; sg <= 1; sg += 2) {
+                    mbk_state_upd_q(md.s)[j] = q0[j] + sg * h;
+                    mbk_system_realize(md.sys, md.s, MBK_STAGE_POSITION);
+                    mbk_matter_calc_mass_matrix(md.m, md.s, M);
+                    for (int i = 0; i < md.nu; ++i)
+                        for (int l = 0; l < md.nu; ++l) acc[i] += sg * w * M[i * md.nu + l] * v[l];
+                }
+            }
+            mbk_state_upd_q(md.s)[j] = q0[j];
+            for (int i = 0; i < md.nu; ++i) B[i * md.nq + j] = acc[i];
+        }
+        mbk_system_realize(md.sys, md.s, MBK_STAGE_ACCELERATION);
+        for (int i = 0; i < md.nu * md.nq; ++i) A1[i] -= A0[i];
+        worst = fmax(worst, rel_err(A1, B, md.nu * md.nq));
+        worst_u = fmax(worst_u, rel_err(U1, U0, md.nu * md.nu));
+    }
+    if (getenv("MBK_TEST_VERBOSE")) printf("  dr/dudot = M: r %.2g, d(Mv)/dq %.2g, dr/du %.2g\n", worst_m, worst, worst_u);
+    CHECK(worst_m <= 1e-12);
+    CHECK(worst <= TOL);
+    CHECK(worst_u <= 1e-12);
+    destroy_model(&md);
+}
+
+/* One body at u = 0 under forces that do not depend on u: dudot/du = 0 exactly. */
+static void test_zero_velocity(void)
+{
+    for (int euler = 0; euler < 2; ++euler) {
+        model md;
+        static const int kinds[1] = {K_FREE};
+        build_tree(&md, 1, euler, kinds, 1);
+        CHECK(mbk_force_add_two_point_linear_spring(md.f, 0, mbk_vec3_make(0, 0, 1), 1, mbk_vec3_make(0.1, 0.2, 0.3), 50, 0.5) >= 0);
+        finish_model(&md);
+        static double A_u[36], A_q[42];
+        double worst = 0.0;
+        for (int trial = 0; trial < 20; ++trial) {
+            randomize(&md, 0.0);
+            CHECK_INT(mbk_system_calc_acceleration_derivatives(md.sys, md.s, A_q, A_u), MBK_OK);
+            for (int i = 0; i < 36; ++i) worst = fmax(worst, fabs(A_u[i]));
+        }
+        CHECK(worst == 0.0);
+        destroy_model(&md);
+    }
+}
+
+/* A pendulum (Pin about z, COM at l along x, gravity -g y): theta'' = -m g l cos(theta) / J
+   - c theta' / J with J = Izz + m l^2, so d theta''/d theta = m g l sin(theta) / J and
+   d theta''/d theta' = -c / J. */
+static void test_pendulum(void)
+{
+    const double mass = 1.7, l = 0.6, Izz = 0.05, g = 9.81, c = 0.3;
+    model md;
+    memset(&md, 0, sizeof md);
+    md.sys = mbk_multibody_create("pendulum");
+    mbk_matter *m = mbk_multibody_upd_matter(md.sys);
+    md.m = m;
+    md.f = mbk_multibody_upd_forces(md.sys);
+    mbk_transform I = mbk_transform_identity();
+    mbk_mass_props mp = mbk_mass_props_from_central(mass, mbk_vec3_make(l, 0, 0), mbk_mat33_diag(0.03, 0.04, Izz));
+    CHECK_INT(mbk_matter_add_body(m, 0, &I, &mp, &I, mbk_mobilizer_pin()), 1);
+    md.kind[1] = K_PIN;
+    md.nb = 2;
+    mbk_force_add_gravity(md.f, mbk_vec3_make(0, -g, 0));
+    mbk_force_add_mobility_linear_damper(md.f, 1, 0, c);
+    finish_model(&md);
+    const double J = Izz + mass * l * l;
+    double worst = 0.0;
+    for (int trial = 0; trial < 20; ++trial) {
+        double th = 3.0 * rnd(), w = 2.0 * rnd(), dq, du;
+        mbk_state_upd_q(md.s)[0] = th;
+        mbk_state_upd_u(md.s)[0] = w;
+        CHECK_INT(mbk_system_calc_acceleration_derivatives(md.sys, md.s, &dq, &du), MBK_OK);
+        worst = fmax(worst, fabs(dq - mass * g * l * sin(th) / J) + fabs(du + c / J));
+        CHECK_NEAR(mbk_state_get_udot(md.s)[0], (-mass * g * l * cos(th) - c * w) / J, 1e-13);
+    }
+    if (getenv("MBK_TEST_VERBOSE")) printf("  pendulum closed form %.2g\n", worst);
+    CHECK(worst <= 1e-13);
+    destroy_model(&md);
+}
+
+/* The check can fail: a custom element whose Jacobian has the sign of its stiffness
+   term flipped is caught by the comparison with differences. */
+static int cf_jacobian_wrong(void *impl, const mbk_force_ctx *c, const mbk_state *s, double *df_dq, int ldq,
+                             double *df_du, int ldu)
+{
+    const cust_force *cf = impl;
+    const mbk_matter *m = mbk_force_ctx_get_matter(c);
+    int iq = mbk_matter_get_body_q_start(m, s, cf->body), iu = mbk_matter_get_body_u_start(m, s, cf->body);
+    double q = mbk_state_get_q(s)[iq], u = mbk_state_get_u(s)[iu];
+    if (df_dq) df_dq[iu * ldq + iq] += +cf->k * cos(q); /* planted: the sign is wrong */
+    if (df_du) df_du[iu * ldu + iu] += -3.0 * cf->c * u * u;
+    return 0;
+}
+static const mbk_force_ops cf_wrong_ops = {.name = "wrong sign", .calc_force = cf_force, .calc_jacobian = cf_jacobian_wrong};
+
+static void test_planted_error(void)
+{
+    model md;
+    static const int kinds[] = {K_PIN, K_BALL};
+    build_tree(&md, 4, 0, kinds, 2);
+    static cust_force cf = {1, 5.0, 0.5, 0};
+    md.kind[1] = K_PIN; /* build_tree's first body may be a Ball: use it only when a Pin */
+    CHECK(mbk_force_add_custom(md.f, &cf_wrong_ops, &cf) >= 0);
+    finish_model(&md);
+    if (mbk_matter_get_body_num_q(md.m, md.s, 1) == 1) {
+        double wr = 0, wa = 0;
+        randomize(&md, 1.0);
+        /* the comparisons report the error (quietly here) */
+        static double A_q[MAX_U * MAX_Q], A_u[MAX_U * MAX_U], B_q[MAX_U * MAX_Q], B_u[MAX_U * MAX_U];
+        CHECK_INT(mbk_system_calc_acceleration_derivatives(md.sys, md.s, A_q, A_u), MBK_OK);
+        fd_derivatives(&md, udot_value, NULL, fd_step, B_q, B_u);
+        wa = rel_err(A_q, B_q, md.nu * md.nq);
+        CHECK_INT(mbk_system_calc_residual_derivatives(md.sys, md.s, NULL, A_q, A_u), MBK_OK);
+        fd_derivatives(&md, residual_value, mbk_state_get_udot(md.s), fd_step, B_q, B_u);
+        wr = rel_err(A_q, B_q, md.nu * md.nq);
+        if (getenv("MBK_TEST_VERBOSE")) printf("  planted sign error: dr %.2g dudot %.2g (must exceed %g)\n", wr, wa, TOL);
+        CHECK(wr > 1e3 * TOL);
+        CHECK(wa > 1e3 * TOL);
+    } else {
+        CHECK(0 && "the planted-error model needs a Pin at body 1");
+    }
+    destroy_model(&md);
+}
+
+/* ---- no allocation ---------------------------------------------------------------- */
+
+static long n_alloc;
+static void *count_malloc(size_t n, void *user) { (void)user; ++n_alloc; return malloc(n); }
+static void *count_realloc(void *p, size_t n, void *user) { (void)user; ++n_alloc; return realloc(p, n); }
+static void count_free(void *p, void *user) { (void)user; free(p); }
+
+/* Every derivative function, numeric pieces and constraints included, allocates
+   nothing once the State exists. */
+static void test_no_allocation(void)
+{
+    mbk_set_allocator(count_malloc, count_realloc, count_free, NULL);
+    model md;
+    static const int all[] = {K_PIN, K_BALL, K_FREE, K_UNIVERSAL, K_GIMBAL, K_BUSHING, K_FUNCTION};
+    build_tree(&md, 8, 0, all, 7);
+    mbk_matter *m = mbk_multibody_upd_matter(md.sys);
+    mbk_transform X = mbk_transform_from_p(mbk_vec3_make(0.3, 0.1, -0.2)), I = mbk_transform_identity();
+    mbk_mass_props mp = random_mass_props();
+    int pin = mbk_matter_add_body(m, 1, &X, &mp, &I, mbk_mobilizer_pin());
+    int cb = mbk_matter_add_body(m, pin, &X, &mp, &I, mbk_mobilizer_custom(&custom_ball_ops, NULL));
+    md.kind[pin] = K_PIN;
+    md.kind[cb] = K_BALL;
+    md.nb = cb + 1;
+    static cust_force cf = {0, 3.0, 0.4, 0};
+    cf.body = pin;
+    static double drag = 0.5;
+    static lag lg;
+    CHECK(mbk_force_add_custom(md.f, &cf_numeric_ops, &cf) >= 0);
+    CHECK(mbk_force_add_custom(md.f, &cf_exact_ops, &cf) >= 0);
+    CHECK(mbk_force_add_two_point_linear_spring(md.f, 0, mbk_vec3_make(0, 0, 1), 3, mbk_vec3_zero(), 10, 0.5) >= 0);
+    CHECK(mbk_force_add_hunt_crossley_sphere(md.f, 2, mbk_vec3_zero(), 0.2, 0.0, (const double[6]){1e6, 0.5, 0.9, 0.6, 0.1, 0.3}) >= 0);
+    CHECK(mbk_system_add_subsystem(md.sys, &drag_ops, &drag) >= 0);
+    CHECK(mbk_system_add_subsystem(md.sys, &lag_ops, &lg) >= 0);
+    CHECK(mbk_constraint_add_rod(m, 0, mbk_vec3_make(0.5, 0.5, 0), cb, mbk_vec3_make(0.1, 0, 0), 1.2) >= 0);
+    finish_model(&md);
+    randomize(&md, 1.0);
+    int ny = mbk_state_get_ny(md.s);
+    static double A[MAX_U * MAX_Q], B[MAX_U * MAX_U], J[(MAX_Q + MAX_U + 8) * (MAX_Q + MAX_U + 8)];
+    mbk_derivative_info info;
+    /* once to warm up (nothing should be lazy, but be fair) */
+    CHECK_INT(mbk_system_calc_ydot_jacobian(md.sys, md.s, J), MBK_OK);
+    long before = n_alloc;
+    for (int rep = 0; rep < 3; ++rep) {
+        CHECK_INT(mbk_system_calc_residual_derivatives(md.sys, md.s, NULL, A, B), MBK_OK);
+        CHECK_INT(mbk_system_calc_acceleration_derivatives(md.sys, md.s, A, B), MBK_OK);
+        CHECK_INT(mbk_system_add_force_jacobians(md.sys, md.s, A, B), MBK_OK);
+        CHECK_INT(mbk_system_calc_ydot_jacobian(md.sys, md.s, J), MBK_OK);
+        CHECK_INT(mbk_system_calc_ydot_jacobian_fd(md.sys, md.s, J), MBK_OK);
+        CHECK_INT(mbk_matter_calc_qdot_derivatives(md.m, md.s, J, ny, J + md.nq, ny), MBK_OK);
+        CHECK_INT(mbk_system_get_derivative_info(md.sys, md.s, &info), MBK_OK);
+        mbk_state_upd_q(md.s)[0] += 0.01;
+    }
+    if (!CHECK(n_alloc == before)) fprintf(stderr, "    %ld allocations\n", n_alloc - before);
+    CHECK(info.numeric_force_elements == 1 && info.numeric_subsystems == 2 && info.numeric_constraints &&
+          info.numeric_z && info.numeric_mobilizers == 1);
+    destroy_model(&md);
+    mbk_set_allocator(NULL, NULL, NULL, NULL);
+}
+
 int main(void)
 {
+    test_no_allocation();
+    test_pendulum();
+    test_zero_velocity();
+    test_mass_matrix_identity();
+    test_planted_error();
+    test_humanoid();
+    test_mixed_trees();
     test_numeric_pieces();
     test_constraints();
     test_contact();
