@@ -251,6 +251,28 @@ static int derivative_topology(mbk_matter *m)
         next[b] = m->pre[b] + 1;
     }
     for (int b = 0; b < m->nb; ++b) m->order[m->pre[b]] = b;
+    /* the u tree: each u hangs from the previous u of its body, or from the last u of
+       its nearest ancestor that has any; L's row of u holds one entry per u above it */
+    mbk_free(m->lam);
+    m->lam = mbk_malloc(2 * ((size_t)m->nu + 1) * sizeof(int));
+    if (!m->lam) return MBK_ENOMEM;
+    m->loff = m->lam + m->nu + 1;
+    m->nl = 0;
+    for (int b = 1; b < m->nb; ++b) {
+        const mt_body *bd = &m->bodies[b];
+        int up = -1;
+        for (int a = bd->parent; a > 0 && up < 0; a = m->bodies[a].parent)
+            if (m->bodies[a].nu > 0) up = m->bodies[a].u0 + m->bodies[a].nu - 1;
+        for (int j = 0; j < bd->nu; ++j) {
+            int i = bd->u0 + j, depth = 0;
+            m->lam[i] = j ? i - 1 : up;
+            for (int k = m->lam[i]; k >= 0; k = m->lam[k]) ++depth;
+            m->loff[i] = m->nl;
+            m->nl += depth;
+        }
+    }
+    /* sparse enough to keep in every State (O(n)); deeper trees use the ABA instead */
+    m->ltdl = m->nl <= 16 * m->nu + 64;
     return MBK_OK;
 }
 
@@ -360,6 +382,7 @@ static void mt_destroy(void *impl)
     if (m->con_hooks) m->con_hooks->destroy(m);
     mbk_free(m->fed);
     mbk_free(m->pre);
+    mbk_free(m->lam);
     mbk_free(m->nodes);
     mbk_free(m->bodies);
     mbk_free(m);

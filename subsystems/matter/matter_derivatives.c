@@ -39,34 +39,44 @@ typedef struct mt_dhdr {
 } mt_dhdr;
 
 /* Byte offsets of the sections (and the total). */
-static size_t dws_layout(const mbk_matter *m, size_t off[9], int *vlen)
+static size_t dws_layout(const mbk_matter *m, size_t off[10], int *vlen)
 {
     size_t nb = (size_t)m->nb, nu = (size_t)m->nu + 1, nq = (size_t)m->nqmax + 1;
     *vlen = m->nqmax + m->nu + 1;
-    const size_t sizes[8] = {sizeof(mt_dhdr), nb * sizeof(mt_dbody), nq * sizeof(mt_dcol), nu * sizeof(mt_dcol),
+    const size_t sizes[9] = {sizeof(mt_dhdr), nb * sizeof(mt_dbody), nq * sizeof(mt_dcol), nu * sizeof(mt_dcol),
                              nu * sizeof(mt_drow), ((size_t)m->nds + 1) * sizeof(mbk_spatial_vec),
-                             3 * nb * sizeof(mbk_spatial_vec), MT_DWS_NVEC * (size_t)*vlen * sizeof(double)};
+                             3 * nb * sizeof(mbk_spatial_vec), MT_DWS_NVEC * (size_t)*vlen * sizeof(double),
+                             m->ltdl ? ((size_t)m->nl + nu) * sizeof(double) : 0};
     size_t o = 0;
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; i < 9; ++i) {
         off[i] = o;
         o += (sizes[i] + 63) & ~(size_t)63;
     }
-    off[8] = o;
+    off[9] = o;
     return o;
 }
 
 size_t mt_dws_bytes(const mbk_matter *m)
 {
-    size_t off[9];
+    size_t off[10];
     int vlen;
     return dws_layout(m, off, &vlen);
+}
+
+/* The sparse factor's storage: D (nu), then L's rows. */
+static double *dws_factor(const mbk_matter *m, const mbk_state *s)
+{
+    size_t off[10];
+    int vlen;
+    dws_layout(m, off, &vlen);
+    return (double *)((char *)mt_cache(m, s, C_SCRATCH_MAT) + off[8]);
 }
 
 static mt_dhdr *dws_header(const mbk_matter *m, const mbk_state *s) { return mt_cache(m, s, C_SCRATCH_MAT); }
 
 mt_dws mt_dws_of(const mbk_matter *m, const mbk_state *s)
 {
-    size_t off[9];
+    size_t off[10];
     mt_dws w;
     dws_layout(m, off, &w.vlen);
     char *b = mt_cache(m, s, C_SCRATCH_MAT);
@@ -108,16 +118,6 @@ static inline mbk_spatial_vec mat6_mul(const double M[6][6], mbk_spatial_vec x)
     return mbk_spatial_vec_make(mbk_vec3_make(r[0], r[1], r[2]), mbk_vec3_make(r[3], r[4], r[5]));
 }
 
-/* M^T x. */
-static inline mbk_spatial_vec mat6_tmul(const double M[6][6], mbk_spatial_vec x)
-{
-    const double v[6] = {x.w.x, x.w.y, x.w.z, x.v.x, x.v.y, x.v.z};
-    double r[6] = {0, 0, 0, 0, 0, 0};
-    for (int i = 0; i < 6; ++i)
-        for (int j = 0; j < 6; ++j) r[j] += M[i][j] * v[i];
-    return mbk_spatial_vec_make(mbk_vec3_make(r[0], r[1], r[2]), mbk_vec3_make(r[3], r[4], r[5]));
-}
-
 /* The axis of the rotation dR R^T (its skew part; exact for a rotation's derivative). */
 static inline mbk_vec3 vee_dR(const mbk_mat33 *dR, const mbk_mat33 *R)
 {
@@ -125,18 +125,42 @@ static inline mbk_vec3 vee_dR(const mbk_mat33 *dR, const mbk_mat33 *R)
     return mbk_vec3_make(0.5 * (A.m[2][1] - A.m[1][2]), 0.5 * (A.m[0][2] - A.m[2][0]), 0.5 * (A.m[1][0] - A.m[0][1]));
 }
 
-/* B of one body (see the top) added into Bc: column by column, B e_c. */
-static void add_B(double Bc[6][6], const mt_composite *Y, mbk_spatial_vec v, mbk_spatial_vec h)
+/* The symmetric part of one body's B (see mt_dbody): with v = (w, n), Y = (m, h, I),
+   B w' = Y (w' x v) + w' x* Y v + v x* Y w' works out to
+   [[[w x] I - I [w x] - ([h x][n x] + [n x][h x]) - [hn x], 0], [-2 [hf x], 0]],
+   and [w x] I - I [w x] = M + M^T with M = [w x] I, [h x][n x] + [n x][h x] =
+   h n^T + n h^T - 2 (h . n) 1. */
+static void add_Bs(mt_sym3 *Bs, const mt_composite *Y, mbk_spatial_vec v)
 {
-    for (int c = 0; c < 6; ++c) {
-        mbk_spatial_vec e = mbk_spatial_vec_make(mbk_vec3_make(c == 0, c == 1, c == 2), mbk_vec3_make(c == 3, c == 4, c == 5));
-        mbk_spatial_vec ew = mt_composite_mul(Y, &e);
-        mbk_spatial_vec ev = mbk_spatial_cross_motion(e, v);
-        mbk_spatial_vec b = mbk_spatial_vec_add(mbk_spatial_vec_add(mt_composite_mul(Y, &ev), mbk_spatial_cross_force(e, h)),
-                                                mbk_spatial_cross_force(v, ew));
-        Bc[0][c] += b.w.x; Bc[1][c] += b.w.y; Bc[2][c] += b.w.z;
-        Bc[3][c] += b.v.x; Bc[4][c] += b.v.y; Bc[5][c] += b.v.z;
-    }
+    const mbk_vec3 w = v.w, n = v.v, h = Y->h;
+    const mbk_mat33 M = mbk_mat33_mul(mbk_mat33_skew(w), mt_sym3_full(&Y->I));
+    const double hn = 2.0 * mbk_vec3_dot(h, n);
+    Bs->xx += 2.0 * M.m[0][0] - 2.0 * h.x * n.x + hn;
+    Bs->yy += 2.0 * M.m[1][1] - 2.0 * h.y * n.y + hn;
+    Bs->zz += 2.0 * M.m[2][2] - 2.0 * h.z * n.z + hn;
+    Bs->xy += M.m[0][1] + M.m[1][0] - h.x * n.y - n.x * h.y;
+    Bs->xz += M.m[0][2] + M.m[2][0] - h.x * n.z - n.x * h.z;
+    Bs->yz += M.m[1][2] + M.m[2][1] - h.y * n.z - n.y * h.z;
+}
+
+/* Bc w for a subtree: (Bs a + a x hn, 2 a x hf) with a = w's angular part. */
+static inline mbk_spatial_vec Bc_mul(const mt_dbody *d, mbk_spatial_vec w)
+{
+    return mbk_spatial_vec_make(mbk_vec3_add(mt_sym3_mul(&d->Bs, w.w), mbk_vec3_cross(w.w, d->hc.w)),
+                                mbk_vec3_scale(mbk_vec3_cross(w.w, d->hc.v), 2.0));
+}
+
+/* The angular part of Bc^T x (its linear part is zero): Bs x1 + hn x x1 + 2 hf x x2. */
+static inline mbk_vec3 Bc_tmul(const mt_dbody *d, mbk_spatial_vec x)
+{
+    return mbk_vec3_add(mbk_vec3_add(mt_sym3_mul(&d->Bs, x.w), mbk_vec3_cross(d->hc.w, x.w)),
+                        mbk_vec3_scale(mbk_vec3_cross(d->hc.v, x.v), 2.0));
+}
+
+static inline void sym3_add(mt_sym3 *a, const mt_sym3 *b)
+{
+    a->xx += b->xx; a->yy += b->yy; a->zz += b->zz;
+    a->xy += b->xy; a->xz += b->xz; a->yz += b->yz;
 }
 
 /* Pc += P (both about Ground's origin). */
@@ -290,8 +314,9 @@ int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, 
         mbk_spatial_vec h = mt_composite_mul(&Y, &di->v);
         di->F = mbk_spatial_vec_add(mt_composite_mul(&Y, &di->a), mbk_spatial_cross_force(di->v, h));
         di->Phi = mbk_spatial_vec_zero();
-        memset(di->Bc, 0, sizeof di->Bc);
-        if (with_velocity) add_B(di->Bc, &Y, di->v, h);
+        memset(&di->Bs, 0, sizeof di->Bs);
+        di->hc = h;
+        if (with_velocity) add_Bs(&di->Bs, &Y, di->v);
     }
     /* tip to base: subtree sums */
     for (int i = m->nb - 1; i >= 1; --i) {
@@ -301,9 +326,10 @@ int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, 
         const mt_dbody *di = &db[i];
         dp->F = mbk_spatial_vec_add(dp->F, di->F);
         composite_add(&dp->Yc, &di->Yc);
-        if (with_velocity)
-            for (int r = 0; r < 6; ++r)
-                for (int c = 0; c < 6; ++c) dp->Bc[r][c] += di->Bc[r][c];
+        if (with_velocity) {
+            sym3_add(&dp->Bs, &di->Bs);
+            dp->hc = mbk_spatial_vec_add(dp->hc, di->hc);
+        }
     }
     for (int i = 1; i < m->nb; ++i) {
         const mt_body *b = &m->bodies[i];
@@ -311,7 +337,7 @@ int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, 
             mt_drow *r = &ws.row[b->u0 + l];
             const mbk_spatial_vec *S = &ws.ucol[b->u0 + l].T;
             r->YcS = mt_composite_mul(&db[i].Yc, S);
-            r->BtS = with_velocity ? mat6_tmul((const double(*)[6])db[i].Bc, *S) : mbk_spatial_vec_zero();
+            r->BtS = with_velocity ? Bc_tmul(&db[i], *S) : mbk_vec3_zero();
         }
     }
     mt_dhdr *hdr = dws_header(m, s);
@@ -366,10 +392,9 @@ void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, doubl
                 const mt_body *bi = &m->bodies[m->order[at]];
                 for (int r = bi->u0; r < bi->u0 + bi->nu; ++r)
                     dr_du[(size_t)r * (size_t)ldu + (size_t)col] +=
-                        scale * (mbk_spatial_vec_dot(ws.row[r].YcS, c->alpha) + mbk_spatial_vec_dot(ws.row[r].BtS, c->w));
+                        scale * (mbk_spatial_vec_dot(ws.row[r].YcS, c->alpha) + mbk_vec3_dot(ws.row[r].BtS, c->w.w));
             }
-            mbk_spatial_vec g = mbk_spatial_vec_add(mt_composite_mul(&dj->Yc, &c->alpha),
-                                                    mat6_mul((const double(*)[6])dj->Bc, c->w));
+            mbk_spatial_vec g = mbk_spatial_vec_add(mt_composite_mul(&dj->Yc, &c->alpha), Bc_mul(dj, c->w));
             add_up(m, &ws, bj->parent, g, scale, dr_du, ldu, col);
         }
         /* q columns */
@@ -382,13 +407,13 @@ void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, doubl
                 const mt_body *bi = &m->bodies[i];
                 for (int r = bi->u0; r < bi->u0 + bi->nu; ++r) {
                     double x = mbk_spatial_vec_dot(ws.row[r].YcS, c->alpha);
-                    if (ws.with_velocity) x += mbk_spatial_vec_dot(ws.row[r].BtS, c->w);
+                    if (ws.with_velocity) x += mbk_vec3_dot(ws.row[r].BtS, c->w.w);
                     if (phi) x -= mbk_spatial_vec_dot(c->T, mbk_spatial_cross_force(ws.ucol[r].T, db[i].Phi));
                     dr_dq[(size_t)r * (size_t)ldq + (size_t)col] += scale * x;
                 }
             }
             mbk_spatial_vec g = mbk_spatial_vec_add(mbk_spatial_cross_force(c->T, dj->F), mt_composite_mul(&dj->Yc, &c->alpha));
-            if (ws.with_velocity) g = mbk_spatial_vec_add(g, mat6_mul((const double(*)[6])dj->Bc, c->w));
+            if (ws.with_velocity) g = mbk_spatial_vec_add(g, Bc_mul(dj, c->w));
             const mbk_spatial_vec Fnet = mbk_spatial_vec_sub(dj->F, dj->Phi);
             for (int l = 0; l < bj->nu; ++l) {
                 double x = mbk_spatial_vec_dot(ws.ucol[bj->u0 + l].T, g);
@@ -503,4 +528,85 @@ int mbk_matter_calc_qdot_derivatives(const mbk_matter *m, const mbk_state *s, do
         }
     }
     return MBK_OK;
+}
+
+/* ---- M^-1 on many columns ------------------------------------------------------------- */
+
+/* row_a += f row_b over n entries. */
+static inline void row_axpy(double *a, const double *b, double f, int n)
+{
+    for (int c = 0; c < n; ++c) a[c] += f * b[c];
+}
+
+/* M = L^T D L with L unit lower triangular, nonzero only where a u's row meets the u
+   above it (Featherstone's LTDL, "Rigid Body Dynamics Algorithms" 6.5). M's entries
+   from the setup: M_ik = (Yc_i S_i) . S_k for k at or above i, at Ground's origin. */
+static void factor_mass(const mbk_matter *m, const mt_dws *ws, double *D, double *L)
+{
+    const int *lam = m->lam, *off = m->loff;
+    for (int i = 0; i < m->nu; ++i) {
+        D[i] = mbk_spatial_vec_dot(ws->row[i].YcS, ws->ucol[i].T);
+        double *Li = L + off[i];
+        int p = 0;
+        for (int k = lam[i]; k >= 0; k = lam[k]) Li[p++] = mbk_spatial_vec_dot(ws->row[i].YcS, ws->ucol[k].T);
+    }
+    /* from the tips: row k's entries scale by 1/D_k and update the rows above */
+    for (int k = m->nu - 1; k >= 0; --k) {
+        double *Lk = L + off[k];
+        const double dk = D[k];
+        int p = 0;
+        for (int i = lam[k]; i >= 0; i = lam[i], ++p) {
+            const double a = Lk[p] / dk;
+            D[i] -= a * Lk[p];
+            double *Li = L + off[i];
+            /* i's row holds the u above i: those after position p in k's row */
+            int t = 0;
+            for (int j = lam[i]; j >= 0; j = lam[j], ++t) Li[t] -= a * Lk[p + 1 + t];
+            Lk[p] = a;
+        }
+    }
+}
+
+void mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1, double *X2,
+                    int ld2, int n2)
+{
+    mt_dws ws = mt_dws_of(m, s);
+    if (!m->ltdl) { /* column by column through the articulated-body sweeps */
+        double *x = ws.vec, *y = ws.vec + ws.vlen;
+        mbk_spatial_vec *A = ws.sp, *z = ws.sp + m->nb;
+        for (int which = 0; which < 2; ++which) {
+            double *X = which ? X2 : X1;
+            const int ld = which ? ld2 : ld1, n = which ? n2 : n1;
+            for (int j = 0; X && j < n; ++j) {
+                for (int i = 0; i < m->nu; ++i) x[i] = X[(size_t)i * (size_t)ld + (size_t)j];
+                mt_aba_solve(m, s, x, NULL, false, A, z, y);
+                for (int i = 0; i < m->nu; ++i) X[(size_t)i * (size_t)ld + (size_t)j] = scale * y[i];
+            }
+        }
+        return;
+    }
+    double *D = dws_factor(m, s), *L = D + m->nu;
+    factor_mass(m, &ws, D, L);
+    const int *lam = m->lam, *off = m->loff;
+    for (int which = 0; which < 2; ++which) {
+        double *X = which ? X2 : X1;
+        const size_t ld = (size_t)(which ? ld2 : ld1);
+        const int n = which ? n2 : n1;
+        if (!X || n == 0) continue;
+        /* L^T y = x from the tips, then D, then L x = y from the base */
+        for (int k = m->nu - 1; k >= 0; --k) {
+            const double *Lk = L + off[k];
+            int p = 0;
+            for (int i = lam[k]; i >= 0; i = lam[i], ++p) row_axpy(X + (size_t)i * ld, X + (size_t)k * ld, -Lk[p], n);
+        }
+        for (int k = 0; k < m->nu; ++k) {
+            double *r = X + (size_t)k * ld, f = scale / D[k];
+            for (int c = 0; c < n; ++c) r[c] *= f;
+        }
+        for (int k = 0; k < m->nu; ++k) {
+            const double *Lk = L + off[k];
+            int p = 0;
+            for (int i = lam[k]; i >= 0; i = lam[i], ++p) row_axpy(X + (size_t)k * ld, X + (size_t)i * ld, -Lk[p], n);
+        }
+    }
 }

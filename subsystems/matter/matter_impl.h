@@ -106,6 +106,10 @@ struct mbk_matter {
     int *pre, *order, *size; /* preorder position of each body, the body at each position and its
                               subtree's size: subtree(b) = order[pre[b] .. pre[b] + size[b]) */
     int nqmax, nds;        /* sums over bodies of nqmax and nqmax * nu (derivative work space) */
+    int *lam, *loff;       /* per u: the u it hangs from in the tree (-1: none) and where its
+                              row of the sparse factor M = L^T D L starts */
+    int nl;                /* entries of L (the sum over u of their depth in u) */
+    bool ltdl;             /* factor M sparsely for the derivatives' M^-1 (nl small enough) */
     const mt_constraint_hooks *con_hooks; /* installed by the constraint code; NULL: none */
     void *con;             /* the constraint code's data (its ct_set), owned through con_hooks */
     int cache[NUM_CACHE];  /* cache entry indices (allocated at Topology) */
@@ -126,7 +130,10 @@ typedef struct mt_dbody {
     mbk_spatial_vec F;   /* subtree sum of Y a + v x* Y v */
     mbk_spatial_vec Phi; /* subtree sum of the applied forces held fixed (geometric term) */
     mt_composite Yc;     /* subtree inertia */
-    double Bc[6][6];     /* subtree sum of B: B w = Y (w x v) + w x* (Y v) + v x* (Y w) */
+    /* The subtree sum Bc of B, B w = Y (w x v) + w x* (Y v) + v x* (Y w), which is
+       [[Bs - [hn x], 0], [-2 [hf x], 0]] with Bs symmetric and (hn, hf) = Y v: */
+    mt_sym3 Bs;          /* its symmetric part, summed */
+    mbk_spatial_vec hc;  /* the subtree's momentum Y v, summed */
 } mt_dbody;
 
 /* Per derivative column of q (by matter q index) or u. */
@@ -136,9 +143,10 @@ typedef struct mt_dcol {
     mbk_spatial_vec alpha; /* its extra acceleration (da_i = T x a_i + alpha + w x v_i) */
 } mt_dcol;
 
-/* Per u: Yc_i S and Bc_i^T S. */
+/* Per u: Yc_i S and Bc_i^T S (whose linear part is zero). */
 typedef struct mt_drow {
-    mbk_spatial_vec YcS, BtS;
+    mbk_spatial_vec YcS;
+    mbk_vec3 BtS;
 } mt_drow;
 
 #define MT_DWS_NVEC 16
@@ -186,6 +194,12 @@ void mt_deriv_add_phi(const mbk_matter *m, const mbk_state *s, int body, mbk_spa
    (without the geometric part, which Phi carries) to df_dq and df_du. */
 void mt_deriv_add_pair(const mbk_matter *m, const mbk_state *s, const mt_pair_jac *J, double scale,
                        double *df_dq, int ldq, double *df_du, int ldu);
+/* After setup: X <- scale M^-1 X for the n1 columns of X1 (row stride ld1) and the n2
+   of X2 (ld2), either may be NULL: the sparse L^T D L factor of M formed from the
+   setup's composite inertias and applied row by row (or, for deep trees where the
+   factor would not be O(n), the articulated-body solve column by column). */
+void mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1, double *X2,
+                    int ld2, int n2);
 /* Byte size of the derivative work space. */
 size_t mt_dws_bytes(const mbk_matter *m);
 

@@ -315,20 +315,6 @@ int mbk_system_calc_residual_derivatives(const mbk_system *sys, mbk_state *s, co
     return residual_derivatives(&c, udot, dr_dq, c.nq, dr_du, c.nu, fn);
 }
 
-/* out_col = -M^-1 out_col for every column of a nu-row array. */
-static void solve_columns(const md_ctx *c, double *a, int cols, int ld)
-{
-    const mbk_matter *m = c->m;
-    mt_dws ws = mt_dws_of(m, c->s);
-    double *x = ws.vec, *y = ws.vec + ws.vlen;
-    mbk_spatial_vec *A = ws.sp, *z = ws.sp + m->nb;
-    for (int j = 0; j < cols; ++j) {
-        for (int i = 0; i < c->nu; ++i) x[i] = a[(size_t)i * (size_t)ld + (size_t)j];
-        mt_aba_solve(m, c->s, x, NULL, false, A, z, y);
-        for (int i = 0; i < c->nu; ++i) a[(size_t)i * (size_t)ld + (size_t)j] = -y[i];
-    }
-}
-
 int mbk_system_calc_acceleration_derivatives_ld(const mbk_system *sys, mbk_state *s, double *dudot_dq, int ldq,
                                                 double *dudot_du, int ldu)
 {
@@ -351,8 +337,7 @@ int mbk_system_calc_acceleration_derivatives_ld(const mbk_system *sys, mbk_state
         udot = ufree;
     }
     if ((rc = residual_derivatives(&c, udot, dudot_dq, ldq, dudot_du, ldu, fn)) < 0) return rc;
-    if (dudot_dq) solve_columns(&c, dudot_dq, c.nq, ldq);
-    if (dudot_du) solve_columns(&c, dudot_du, c.nu, ldu);
+    mt_deriv_solve(m, s, -1.0, dudot_dq, ldq, c.nq, dudot_du, ldu, c.nu);
     if (c.constrained && (rc = numeric_columns(&c, NUM_CONSTRAINTS, false, dudot_dq, ldq, dudot_du, ldu, fn)) < 0)
         return rc;
     return MBK_OK;
