@@ -273,6 +273,32 @@ static int derivative_topology(mbk_matter *m)
     }
     /* sparse enough to keep in every State (O(n)); deeper trees use the ABA instead */
     m->ltdl = m->nl <= 16 * m->nu + 64;
+    /* L's entries by rows (the u above) and by columns (the u below) */
+    mbk_free(m->lanc);
+    m->lanc = mbk_malloc((3 * (size_t)m->nl + (size_t)m->nu + 2) * sizeof(int));
+    if (!m->lanc) return MBK_ENOMEM;
+    m->ldoff = m->lanc + m->nl;
+    m->ldrow = m->ldoff + m->nu + 1;
+    m->ldpos = m->ldrow + m->nl;
+    memset(m->ldoff, 0, ((size_t)m->nu + 1) * sizeof(int));
+    for (int k = 0; k < m->nu; ++k) {
+        int p = m->loff[k];
+        for (int i = m->lam[k]; i >= 0; i = m->lam[i]) {
+            m->lanc[p++] = i;
+            m->ldoff[i + 1]++;
+        }
+    }
+    for (int i = 0; i < m->nu; ++i) m->ldoff[i + 1] += m->ldoff[i];
+    for (int k = 0; k < m->nu; ++k) {
+        int p = m->loff[k];
+        for (int i = m->lam[k]; i >= 0; i = m->lam[i], ++p) {
+            int t = m->ldoff[i]++;
+            m->ldrow[t] = k;
+            m->ldpos[t] = p;
+        }
+    }
+    for (int i = m->nu; i > 0; --i) m->ldoff[i] = m->ldoff[i - 1];
+    m->ldoff[0] = 0;
     return MBK_OK;
 }
 
@@ -383,6 +409,7 @@ static void mt_destroy(void *impl)
     mbk_free(m->fed);
     mbk_free(m->pre);
     mbk_free(m->lam);
+    mbk_free(m->lanc);
     mbk_free(m->nodes);
     mbk_free(m->bodies);
     mbk_free(m);

@@ -46,7 +46,7 @@ static size_t dws_layout(const mbk_matter *m, size_t off[10], int *vlen)
     const size_t sizes[9] = {sizeof(mt_dhdr), nb * sizeof(mt_dbody), nq * sizeof(mt_dcol), nu * sizeof(mt_dcol),
                              nu * sizeof(mt_drow), ((size_t)m->nds + 1) * sizeof(mbk_spatial_vec),
                              3 * nb * sizeof(mbk_spatial_vec), MT_DWS_NVEC * (size_t)*vlen * sizeof(double),
-                             m->ltdl ? ((size_t)m->nl + nu) * sizeof(double) : 0};
+                             m->ltdl ? (2 * (size_t)m->nl + nu) * sizeof(double) : 0};
     size_t o = 0;
     for (int i = 0; i < 9; ++i) {
         off[i] = o;
@@ -532,10 +532,43 @@ int mbk_matter_calc_qdot_derivatives(const mbk_matter *m, const mbk_state *s, do
 
 /* ---- M^-1 on many columns ------------------------------------------------------------- */
 
-/* row_a += f row_b over n entries. */
-static inline void row_axpy(double *a, const double *b, double f, int n)
+/* x -= sum_t c[t] X[row[t]] over n columns: sixteen (then four, then one) columns at
+   a time in registers, as four independent sums of four (so the adds do not wait on
+   each other), written as scalars so that compilers vectorize them at -O2 too; each
+   row of X is stored once however many rows it draws on. */
+static void pull_row(double *restrict x, const double *X, size_t ld, int n, const int *row, const double *c, int cnt)
 {
-    for (int c = 0; c < n; ++c) a[c] += f * b[c];
+    int c0 = 0;
+    for (; c0 + 16 <= n; c0 += 16) {
+        double a0 = x[c0], a1 = x[c0 + 1], a2 = x[c0 + 2], a3 = x[c0 + 3];
+        double b0 = x[c0 + 4], b1 = x[c0 + 5], b2 = x[c0 + 6], b3 = x[c0 + 7];
+        double d0 = x[c0 + 8], d1 = x[c0 + 9], d2 = x[c0 + 10], d3 = x[c0 + 11];
+        double e0 = x[c0 + 12], e1 = x[c0 + 13], e2 = x[c0 + 14], e3 = x[c0 + 15];
+        for (int t = 0; t < cnt; ++t) {
+            const double f = c[t], *y = X + (size_t)row[t] * ld + (size_t)c0;
+            a0 -= f * y[0]; a1 -= f * y[1]; a2 -= f * y[2]; a3 -= f * y[3];
+            b0 -= f * y[4]; b1 -= f * y[5]; b2 -= f * y[6]; b3 -= f * y[7];
+            d0 -= f * y[8]; d1 -= f * y[9]; d2 -= f * y[10]; d3 -= f * y[11];
+            e0 -= f * y[12]; e1 -= f * y[13]; e2 -= f * y[14]; e3 -= f * y[15];
+        }
+        x[c0] = a0; x[c0 + 1] = a1; x[c0 + 2] = a2; x[c0 + 3] = a3;
+        x[c0 + 4] = b0; x[c0 + 5] = b1; x[c0 + 6] = b2; x[c0 + 7] = b3;
+        x[c0 + 8] = d0; x[c0 + 9] = d1; x[c0 + 10] = d2; x[c0 + 11] = d3;
+        x[c0 + 12] = e0; x[c0 + 13] = e1; x[c0 + 14] = e2; x[c0 + 15] = e3;
+    }
+    for (; c0 + 4 <= n; c0 += 4) {
+        double a0 = x[c0], a1 = x[c0 + 1], a2 = x[c0 + 2], a3 = x[c0 + 3];
+        for (int t = 0; t < cnt; ++t) {
+            const double f = c[t], *y = X + (size_t)row[t] * ld + (size_t)c0;
+            a0 -= f * y[0]; a1 -= f * y[1]; a2 -= f * y[2]; a3 -= f * y[3];
+        }
+        x[c0] = a0; x[c0 + 1] = a1; x[c0 + 2] = a2; x[c0 + 3] = a3;
+    }
+    for (; c0 < n; ++c0) {
+        double a = x[c0];
+        for (int t = 0; t < cnt; ++t) a -= c[t] * X[(size_t)row[t] * ld + (size_t)c0];
+        x[c0] = a;
+    }
 }
 
 /* M = L^T D L with L unit lower triangular, nonzero only where a u's row meets the u
@@ -585,28 +618,27 @@ void mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, doubl
         }
         return;
     }
-    double *D = dws_factor(m, s), *L = D + m->nu;
+    double *D = dws_factor(m, s), *L = D + m->nu, *LD = L + m->nl;
     factor_mass(m, &ws, D, L);
-    const int *lam = m->lam, *off = m->loff;
+    /* L by columns, times D_k / scale: back substitution pulls the rows below each u
+       already scaled by scale / D (y_k = z_k D_k / scale) */
+    const double inv_scale = 1.0 / scale;
+    for (int t = 0; t < m->nl; ++t) LD[t] = L[m->ldpos[t]] * D[m->ldrow[t]] * inv_scale;
     for (int which = 0; which < 2; ++which) {
         double *X = which ? X2 : X1;
         const size_t ld = (size_t)(which ? ld2 : ld1);
         const int n = which ? n2 : n1;
         if (!X || n == 0) continue;
-        /* L^T y = x from the tips, then D, then L x = y from the base */
-        for (int k = m->nu - 1; k >= 0; --k) {
-            const double *Lk = L + off[k];
-            int p = 0;
-            for (int i = lam[k]; i >= 0; i = lam[i], ++p) row_axpy(X + (size_t)i * ld, X + (size_t)k * ld, -Lk[p], n);
-        }
-        for (int k = 0; k < m->nu; ++k) {
-            double *r = X + (size_t)k * ld, f = scale / D[k];
+        /* L^T y = x from the tips (z = scale D^-1 y at once), then L x = z from the base */
+        for (int i = m->nu - 1; i >= 0; --i) {
+            double *r = X + (size_t)i * ld, f = scale / D[i];
+            const int t0 = m->ldoff[i];
+            pull_row(r, X, ld, n, m->ldrow + t0, LD + t0, m->ldoff[i + 1] - t0);
             for (int c = 0; c < n; ++c) r[c] *= f;
         }
         for (int k = 0; k < m->nu; ++k) {
-            const double *Lk = L + off[k];
-            int p = 0;
-            for (int i = lam[k]; i >= 0; i = lam[i], ++p) row_axpy(X + (size_t)k * ld, X + (size_t)i * ld, -Lk[p], n);
+            const int t0 = m->loff[k], cnt = (k + 1 < m->nu ? m->loff[k + 1] : m->nl) - t0;
+            pull_row(X + (size_t)k * ld, X, ld, n, m->lanc + t0, L + t0, cnt);
         }
     }
 }
