@@ -132,7 +132,7 @@ static void test_mobilizer_derivatives(void)
 
 /* ---- models ----------------------------------------------------------- */
 
-#define MAX_B 24
+#define MAX_B 48
 #define MAX_Q (7 * MAX_B)
 #define MAX_U (6 * MAX_B)
 
@@ -1120,8 +1120,43 @@ static void test_no_allocation(void)
     mbk_set_allocator(NULL, NULL, NULL, NULL);
 }
 
+/* A chain deep enough that M^-1 goes through the articulated-body solve column by
+   column instead of the sparse factor (kept only while it stays O(n)), with a Free
+   base and Ball joints along it. */
+static void test_long_chain(void)
+{
+    model md;
+    memset(&md, 0, sizeof md);
+    md.sys = mbk_multibody_create("long chain");
+    mbk_matter *m = mbk_multibody_upd_matter(md.sys);
+    md.m = m;
+    md.f = mbk_multibody_upd_forces(md.sys);
+    const int n = 45;
+    for (int i = 1; i <= n; ++i) {
+        int kind = i == 1 ? K_FREE : i % 7 == 0 ? K_BALL : K_PIN;
+        mbk_transform X_PF = mbk_transform_make(rrot(), mbk_vec3_make(0.3, 0.05, 0.0));
+        mbk_mass_props mp = random_mass_props();
+        mbk_transform I = mbk_transform_identity();
+        CHECK_INT(mbk_matter_add_body(m, i - 1, i == 1 ? &I : &X_PF, &mp, &I, make_mobilizer(kind)), i);
+        md.kind[i] = kind;
+    }
+    md.nb = n + 1;
+    mbk_force_add_gravity(md.f, mbk_vec3_make(0, 0, -9.81));
+    finish_model(&md);
+    double wr = 0, wa = 0;
+    for (int trial = 0; trial < 3; ++trial) {
+        randomize(&md, 0.5);
+        check_state(&md, &wr, &wa, "long chain");
+    }
+    if (getenv("MBK_TEST_VERBOSE")) printf("  long chain dr %.2g dudot %.2g\n", wr, wa);
+    CHECK(wr <= TOL);
+    CHECK(wa <= TOL);
+    destroy_model(&md);
+}
+
 int main(void)
 {
+    test_long_chain();
     test_no_allocation();
     test_pendulum();
     test_zero_velocity();

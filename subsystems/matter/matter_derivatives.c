@@ -43,9 +43,9 @@ static size_t dws_layout(const mbk_matter *m, size_t off[10], int *vlen)
 {
     size_t nb = (size_t)m->nb, nu = (size_t)m->nu + 1, nq = (size_t)m->nqmax + 1;
     *vlen = m->nqmax + m->nu + 1;
-    const size_t sizes[9] = {sizeof(mt_dhdr), nb * sizeof(mt_dbody), nq * sizeof(mt_dcol), nu * sizeof(mt_dcol),
+    const size_t sizes[9] = {sizeof(mt_dhdr), nb * sizeof(mt_dbody), nq * sizeof(mt_dcol), nu * sizeof(mt_ducol),
                              nu * sizeof(mt_drow), ((size_t)m->nds + 1) * sizeof(mbk_spatial_vec),
-                             3 * nb * sizeof(mbk_spatial_vec), MT_DWS_NVEC * (size_t)*vlen * sizeof(double),
+                             2 * nb * sizeof(mbk_spatial_vec), MT_DWS_NVEC * (size_t)*vlen * sizeof(double),
                              m->ltdl ? (2 * (size_t)m->nl + nu) * sizeof(double) : 0};
     size_t o = 0;
     for (int i = 0; i < 9; ++i) {
@@ -82,7 +82,7 @@ mt_dws mt_dws_of(const mbk_matter *m, const mbk_state *s)
     char *b = mt_cache(m, s, C_SCRATCH_MAT);
     w.body = (mt_dbody *)(b + off[1]);
     w.qcol = (mt_dcol *)(b + off[2]);
-    w.ucol = (mt_dcol *)(b + off[3]);
+    w.ucol = (mt_ducol *)(b + off[3]);
     w.row = (mt_drow *)(b + off[4]);
     w.dS = (mbk_spatial_vec *)(b + off[5]);
     w.sp = (mbk_spatial_vec *)(b + off[6]);
@@ -243,7 +243,7 @@ static int joint_columns(const mbk_matter *m, const mbk_state *s, int i, const m
         mbk_spatial_vec dcF = mbk_spatial_vec_make(
             e->w, mbk_vec3_sub(mbk_vec3_sub(mbk_vec3_sub(e->v, mbk_vec3_cross(e->w, p)), mbk_vec3_cross(H[l].w, vFM)),
                                mbk_vec3_cross(wFM, H[l].v)));
-        mt_dcol *col = &ws->ucol[b->u0 + l];
+        mt_ducol *col = &ws->ucol[b->u0 + l];
         col->alpha = mbk_spatial_vec_add(col->alpha, from_F(R, pF, dcF));
     }
     return MBK_OK;
@@ -272,8 +272,8 @@ int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, 
         mbk_spatial_vec vrel = mbk_spatial_vec_zero(), arel = mbk_spatial_vec_zero();
         for (int l = 0; l < b->nu; ++l) {
             mbk_spatial_vec S = motion_at_origin(H[b->u0 + l], pB);
-            mt_dcol *uc = &ws.ucol[b->u0 + l];
-            uc->T = uc->w = S;
+            mt_ducol *uc = &ws.ucol[b->u0 + l];
+            uc->T = S;
             uc->alpha = with_velocity ? mbk_spatial_cross_motion(dp->v, S) : mbk_spatial_vec_zero();
             vrel = mbk_spatial_vec_add(vrel, mbk_spatial_vec_scale(S, ub[l]));
             if (udb) arel = mbk_spatial_vec_add(arel, mbk_spatial_vec_scale(S, udb[l]));
@@ -303,7 +303,7 @@ int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, 
                                             mbk_spatial_cross_motion(qc->w, di->v));
         }
         for (int l = 0; with_velocity && l < b->nu; ++l) {
-            mt_dcol *uc = &ws.ucol[b->u0 + l];
+            mt_ducol *uc = &ws.ucol[b->u0 + l];
             uc->alpha = mbk_spatial_vec_sub(uc->alpha, mbk_spatial_cross_motion(uc->T, di->v));
         }
         /* inertia about Ground's origin, forces, B */
@@ -387,14 +387,14 @@ void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, doubl
         /* u columns */
         for (int l = 0; dr_du && ws.with_velocity && l < bj->nu; ++l) {
             const int col = bj->u0 + l;
-            const mt_dcol *c = &ws.ucol[col];
+            const mt_ducol *c = &ws.ucol[col];
             for (int at = p0; at < p1; ++at) {
                 const mt_body *bi = &m->bodies[m->order[at]];
                 for (int r = bi->u0; r < bi->u0 + bi->nu; ++r)
                     dr_du[(size_t)r * (size_t)ldu + (size_t)col] +=
-                        scale * (mbk_spatial_vec_dot(ws.row[r].YcS, c->alpha) + mbk_vec3_dot(ws.row[r].BtS, c->w.w));
+                        scale * (mbk_spatial_vec_dot(ws.row[r].YcS, c->alpha) + mbk_vec3_dot(ws.row[r].BtS, c->T.w));
             }
-            mbk_spatial_vec g = mbk_spatial_vec_add(mt_composite_mul(&dj->Yc, &c->alpha), Bc_mul(dj, c->w));
+            mbk_spatial_vec g = mbk_spatial_vec_add(mt_composite_mul(&dj->Yc, &c->alpha), Bc_mul(dj, c->T));
             add_up(m, &ws, bj->parent, g, scale, dr_du, ldu, col);
         }
         /* q columns */
@@ -605,7 +605,7 @@ void mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, doubl
 {
     mt_dws ws = mt_dws_of(m, s);
     if (!m->ltdl) { /* column by column through the articulated-body sweeps */
-        double *x = ws.vec, *y = ws.vec + ws.vlen;
+        double *x = ws.vec + (size_t)MT_V_VAL * (size_t)ws.vlen, *y = ws.vec + (size_t)MT_V_ACC * (size_t)ws.vlen;
         mbk_spatial_vec *A = ws.sp, *z = ws.sp + m->nb;
         for (int which = 0; which < 2; ++which) {
             double *X = which ? X2 : X1;

@@ -139,12 +139,18 @@ typedef struct mt_dbody {
     mbk_spatial_vec hc;  /* the subtree's momentum Y v, summed */
 } mt_dbody;
 
-/* Per derivative column of q (by matter q index) or u. */
+/* Per derivative column of q (by matter q index). */
 typedef struct mt_dcol {
-    mbk_spatial_vec T;     /* q: the twist of the subtree per unit q; u: the column S of H */
+    mbk_spatial_vec T;     /* the twist of the subtree per unit q */
     mbk_spatial_vec w;     /* the subtree's extra velocity (dv_i = T x v_i + w) */
     mbk_spatial_vec alpha; /* its extra acceleration (da_i = T x a_i + alpha + w x v_i) */
 } mt_dcol;
+
+/* Per u: a u column has T = 0 and w = S, the column of H. */
+typedef struct mt_ducol {
+    mbk_spatial_vec T;     /* S (named T so that rows read S_r as ucol[r].T) */
+    mbk_spatial_vec alpha;
+} mt_ducol;
 
 /* Per u: Yc_i S and Bc_i^T S (whose linear part is zero). */
 typedef struct mt_drow {
@@ -152,15 +158,17 @@ typedef struct mt_drow {
     mbk_vec3 BtS;
 } mt_drow;
 
-#define MT_DWS_NVEC 16
+/* The scratch vectors of the derivative work space, by use. */
+enum { MT_V_Q0, MT_V_U0, MT_V_VAL, MT_V_ACC, MT_V_UFREE, MT_V_TAU, MT_V_TAU2, MT_DWS_NVEC };
 
 /* Views of the derivative work space (C_SCRATCH_MAT). */
 typedef struct mt_dws {
     mt_dbody *body;        /* nb */
-    mt_dcol *qcol, *ucol;  /* nqmax (by matter q index), nu */
+    mt_dcol *qcol;         /* nqmax (by matter q index) */
+    mt_ducol *ucol;        /* nu */
     mt_drow *row;          /* nu */
     mbk_spatial_vec *dS;   /* nds: body b's dS/dq_k column j at bodies[b].ds0 + k nu + j */
-    mbk_spatial_vec *sp;   /* 3 nb spatial vectors of scratch */
+    mbk_spatial_vec *sp;   /* 2 nb spatial vectors of scratch */
     double *vec;           /* MT_DWS_NVEC vectors of vlen doubles for callers */
     int vlen;
     int numeric;           /* bodies whose mobilizer was differentiated numerically */

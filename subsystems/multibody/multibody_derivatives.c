@@ -150,7 +150,7 @@ static int numeric_value(const md_ctx *c, int what, double *out)
     const mbk_state *s = c->s;
     mt_dws ws = mt_dws_of(m, s);
     mbk_spatial_vec *Fx = ws.sp, *Fe = ws.sp + m->nb, *A = mt_cache(m, s, C_SCRATCH), *z = A + m->nb;
-    double *tx = ws.vec + 14 * (size_t)ws.vlen, *te = ws.vec + 15 * (size_t)ws.vlen;
+    double *tx = ws.vec + MT_V_TAU * (size_t)ws.vlen, *te = ws.vec + MT_V_TAU2 * (size_t)ws.vlen;
     const mbk_spatial_vec *Facc = mt_cache(m, s, C_FORCES);
     const double *tacc = mt_mobility_forces((mbk_spatial_vec *)Facc, m->nb);
     if (what == NUM_CONSTRAINTS) {
@@ -210,7 +210,8 @@ static int numeric_columns(const md_ctx *c, int what, bool q_only, double *out_q
 {
     const mbk_matter *m = c->m;
     mt_dws ws = mt_dws_of(m, c->s);
-    double *q0 = ws.vec, *u0 = ws.vec + ws.vlen, *val = ws.vec + 2 * (size_t)ws.vlen, *acc = ws.vec + 3 * (size_t)ws.vlen;
+    double *q0 = ws.vec + MT_V_Q0 * (size_t)ws.vlen, *u0 = ws.vec + MT_V_U0 * (size_t)ws.vlen;
+    double *val = ws.vec + MT_V_VAL * (size_t)ws.vlen, *acc = ws.vec + MT_V_ACC * (size_t)ws.vlen;
     memcpy(q0, mbk_state_get_q(c->s), (size_t)c->nq * sizeof *q0);
     memcpy(u0, mbk_state_get_u(c->s), (size_t)c->nu * sizeof *u0);
     const mbk_stage stage = what == NUM_CONSTRAINTS ? MBK_STAGE_ACCELERATION : MBK_STAGE_DYNAMICS;
@@ -330,7 +331,7 @@ int mbk_system_calc_acceleration_derivatives_ld(const mbk_system *sys, mbk_state
     const double *udot = mbk_state_get_udot(s);
     if (c.constrained) { /* the unconstrained udot, at which the inverse dynamics balance */
         mt_dws ws = mt_dws_of(m, s);
-        double *ufree = ws.vec + 13 * (size_t)ws.vlen;
+        double *ufree = ws.vec + MT_V_UFREE * (size_t)ws.vlen;
         const mbk_spatial_vec *F = mt_cache(m, s, C_FORCES);
         mbk_spatial_vec *A = mt_cache(m, s, C_SCRATCH);
         mt_aba_solve(m, s, mt_mobility_forces((mbk_spatial_vec *)F, m->nb), F, true, A, A + m->nb, ufree);
