@@ -251,6 +251,13 @@ static int derivative_topology(mbk_matter *m)
         next[b] = m->pre[b] + 1;
     }
     for (int b = 0; b < m->nb; ++b) m->order[m->pre[b]] = b;
+    mbk_free(m->contig);
+    m->contig = mbk_malloc((size_t)m->nb * sizeof *m->contig);
+    if (!m->contig) return MBK_ENOMEM;
+    for (int b = 0; b < m->nb; ++b) {
+        m->contig[b] = true;
+        for (int t = 0; t < m->size[b] && m->contig[b]; ++t) m->contig[b] = m->order[m->pre[b] + t] == b + t;
+    }
     /* the u tree: each u hangs from the previous u of its body, or from the last u of
        its nearest ancestor that has any; L's row of u holds one entry per u above it */
     mbk_free(m->lam);
@@ -410,6 +417,7 @@ static void mt_destroy(void *impl)
     mbk_free(m->pre);
     mbk_free(m->lam);
     mbk_free(m->lanc);
+    mbk_free(m->contig);
     mbk_free(m->nodes);
     mbk_free(m->bodies);
     mbk_free(m);

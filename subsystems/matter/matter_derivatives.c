@@ -39,26 +39,27 @@ typedef struct mt_dhdr {
 } mt_dhdr;
 
 /* Byte offsets of the sections (and the total). */
-static size_t dws_layout(const mbk_matter *m, size_t off[10], int *vlen)
+static size_t dws_layout(const mbk_matter *m, size_t off[12], int *vlen)
 {
     size_t nb = (size_t)m->nb, nu = (size_t)m->nu + 1, nq = (size_t)m->nqmax + 1;
     *vlen = m->nqmax + m->nu + 1;
-    const size_t sizes[9] = {sizeof(mt_dhdr), nb * sizeof(mt_dbody), nq * sizeof(mt_dcol), nu * sizeof(mt_ducol),
-                             nu * sizeof(mt_drow), ((size_t)m->nds + 1) * sizeof(mbk_spatial_vec),
-                             2 * nb * sizeof(mbk_spatial_vec), MT_DWS_NVEC * (size_t)*vlen * sizeof(double),
-                             m->ltdl ? (2 * (size_t)m->nl + nu) * sizeof(double) : 0};
+    const size_t sizes[11] = {sizeof(mt_dhdr), nb * sizeof(mt_dbody), nq * sizeof(mt_dcol), nu * sizeof(mt_ducol),
+                              nu * sizeof(mt_drow), ((size_t)m->nds + 1) * sizeof(mbk_spatial_vec),
+                              2 * nb * sizeof(mbk_spatial_vec), MT_DWS_NVEC * (size_t)*vlen * sizeof(double),
+                              m->ltdl ? (2 * (size_t)m->nl + nu) * sizeof(double) : 0,
+                              MT_QS * nq * sizeof(double), MT_US * nu * sizeof(double)};
     size_t o = 0;
-    for (int i = 0; i < 9; ++i) {
+    for (int i = 0; i < 11; ++i) {
         off[i] = o;
         o += (sizes[i] + 63) & ~(size_t)63;
     }
-    off[9] = o;
+    off[11] = o;
     return o;
 }
 
 size_t mt_dws_bytes(const mbk_matter *m)
 {
-    size_t off[10];
+    size_t off[12];
     int vlen;
     return dws_layout(m, off, &vlen);
 }
@@ -66,7 +67,7 @@ size_t mt_dws_bytes(const mbk_matter *m)
 /* The sparse factor's storage: D (nu), then L's rows. */
 static double *dws_factor(const mbk_matter *m, const mbk_state *s)
 {
-    size_t off[10];
+    size_t off[12];
     int vlen;
     dws_layout(m, off, &vlen);
     return (double *)((char *)mt_cache(m, s, C_SCRATCH_MAT) + off[8]);
@@ -76,7 +77,7 @@ static mt_dhdr *dws_header(const mbk_matter *m, const mbk_state *s) { return mt_
 
 mt_dws mt_dws_of(const mbk_matter *m, const mbk_state *s)
 {
-    size_t off[10];
+    size_t off[12];
     mt_dws w;
     dws_layout(m, off, &w.vlen);
     char *b = mt_cache(m, s, C_SCRATCH_MAT);
@@ -87,6 +88,10 @@ mt_dws mt_dws_of(const mbk_matter *m, const mbk_state *s)
     w.dS = (mbk_spatial_vec *)(b + off[5]);
     w.sp = (mbk_spatial_vec *)(b + off[6]);
     w.vec = (double *)(b + off[7]);
+    w.qs = (double *)(b + off[9]);
+    w.us = (double *)(b + off[10]);
+    w.qstride = (size_t)m->nqmax + 1;
+    w.ustride = (size_t)m->nu + 1;
     const mt_dhdr *h = (const mt_dhdr *)b;
     w.numeric = h->numeric;
     w.with_velocity = h->with_velocity != 0;
@@ -368,59 +373,136 @@ static inline void add_up(const mbk_matter *m, const mt_dws *ws, int a, mbk_spat
     }
 }
 
+/* Spread a spatial vector over six component arrays at column c. */
+static inline void put_soa(double *base, size_t stride, int c, mbk_spatial_vec v)
+{
+    base[c] = v.w.x; base[stride + c] = v.w.y; base[2 * stride + c] = v.w.z;
+    base[3 * stride + c] = v.v.x; base[4 * stride + c] = v.v.y; base[5 * stride + c] = v.v.z;
+}
+
+/* row[c] += sum_k a[k] X_k[c] for c in [c0, c1): a 6- or 9-term combination of
+   component arrays (X_k = X + k stride), vectorized over the columns. */
+static inline void row_comb6(double *restrict row, const double *X, size_t stride, const double a[6], int c0, int c1)
+{
+    const double *x0 = X, *x1 = X + stride, *x2 = X + 2 * stride, *x3 = X + 3 * stride, *x4 = X + 4 * stride,
+                 *x5 = X + 5 * stride;
+    for (int c = c0; c < c1; ++c)
+        row[c] += a[0] * x0[c] + a[1] * x1[c] + a[2] * x2[c] + a[3] * x3[c] + a[4] * x4[c] + a[5] * x5[c];
+}
+
+static inline void row_comb9(double *restrict row, const double *X, size_t stride, const double a[9], int c0, int c1)
+{
+    const double *x0 = X, *x1 = X + stride, *x2 = X + 2 * stride, *x3 = X + 3 * stride, *x4 = X + 4 * stride,
+                 *x5 = X + 5 * stride, *x6 = X + 6 * stride, *x7 = X + 7 * stride, *x8 = X + 8 * stride;
+    for (int c = c0; c < c1; ++c)
+        row[c] += a[0] * x0[c] + a[1] * x1[c] + a[2] * x2[c] + a[3] * x3[c] + a[4] * x4[c] + a[5] * x5[c] +
+                  a[6] * x6[c] + a[7] * x7[c] + a[8] * x8[c];
+}
+
+static inline void sv_to(double a[6], mbk_spatial_vec v, double sc)
+{
+    a[0] = sc * v.w.x; a[1] = sc * v.w.y; a[2] = sc * v.w.z; a[3] = sc * v.v.x; a[4] = sc * v.v.y; a[5] = sc * v.v.z;
+}
+
+/* The columns of q (qc, MT_QS arrays) or u (MT_US) of a body's descendants, added
+   into row as S . g: one contiguous range when the subtree is, else body by body. */
+static void row_descendants(const mbk_matter *m, const int *lay, int i, double *row, const double *g, size_t stride,
+                            const double a[6], bool q)
+{
+    const int last = i + m->size[i] - 1;
+    if (last == i) return;
+    if (m->contig[i]) {
+        int c0 = q ? lay[2 * (i + 1)] : m->bodies[i + 1].u0;
+        int c1 = q ? lay[2 * last] + lay[2 * last + 1] : m->bodies[last].u0 + m->bodies[last].nu;
+        row_comb6(row, g, stride, a, c0, c1);
+        return;
+    }
+    for (int at = m->pre[i] + 1; at < m->pre[i] + m->size[i]; ++at) {
+        const int j = m->order[at];
+        const int c0 = q ? lay[2 * j] : m->bodies[j].u0, c1 = c0 + (q ? lay[2 * j + 1] : m->bodies[j].nu);
+        row_comb6(row, g, stride, a, c0, c1);
+    }
+}
+
 void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, double *dr_dq, int ldq, double *dr_du,
                     int ldu)
 {
     mt_dws ws = mt_dws_of(m, s);
     const int *lay = qlayout(m, s);
     mt_dbody *db = ws.body;
-    const bool phi = dws_header(m, s)->has_phi != 0;
+    const bool phi = dws_header(m, s)->has_phi != 0, vel = ws.with_velocity;
+    const size_t qst = ws.qstride, ust = ws.ustride;
+    double *qa = ws.qs, *qw = qa + 6 * qst, *qg = qa + 9 * qst, *qT = qa + 15 * qst;
+    double *ua = ws.us, *uw = ua + 6 * ust, *ug = ua + 9 * ust;
     if (phi) /* subtree sums of the fixed forces */
         for (int i = m->nb - 1; i >= 1; --i) {
             int p = m->bodies[i].parent;
             if (p > 0) db[p].Phi = mbk_spatial_vec_add(db[p].Phi, db[i].Phi);
         }
+    /* the columns: alpha, w (angular part), g = T x* F_j + Yc_j alpha + Bc_j w, and T */
     for (int j = 1; j < m->nb; ++j) {
         const mt_body *bj = &m->bodies[j];
         const mt_dbody *dj = &db[j];
-        const int p0 = m->pre[j], p1 = p0 + m->size[j];
-        /* u columns */
-        for (int l = 0; dr_du && ws.with_velocity && l < bj->nu; ++l) {
-            const int col = bj->u0 + l;
-            const mt_ducol *c = &ws.ucol[col];
-            for (int at = p0; at < p1; ++at) {
-                const mt_body *bi = &m->bodies[m->order[at]];
-                for (int r = bi->u0; r < bi->u0 + bi->nu; ++r)
-                    dr_du[(size_t)r * (size_t)ldu + (size_t)col] +=
-                        scale * (mbk_spatial_vec_dot(ws.row[r].YcS, c->alpha) + mbk_vec3_dot(ws.row[r].BtS, c->T.w));
-            }
-            mbk_spatial_vec g = mbk_spatial_vec_add(mt_composite_mul(&dj->Yc, &c->alpha), Bc_mul(dj, c->T));
-            add_up(m, &ws, bj->parent, g, scale, dr_du, ldu, col);
-        }
-        /* q columns */
-        const int nq = lay[2 * j + 1];
-        for (int k = 0; dr_dq && k < nq; ++k) {
+        for (int k = 0; dr_dq && k < lay[2 * j + 1]; ++k) {
             const int col = lay[2 * j] + k;
             const mt_dcol *c = &ws.qcol[col];
-            for (int at = p0 + 1; at < p1; ++at) {
-                const int i = m->order[at];
-                const mt_body *bi = &m->bodies[i];
-                for (int r = bi->u0; r < bi->u0 + bi->nu; ++r) {
-                    double x = mbk_spatial_vec_dot(ws.row[r].YcS, c->alpha);
-                    if (ws.with_velocity) x += mbk_vec3_dot(ws.row[r].BtS, c->w.w);
-                    if (phi) x -= mbk_spatial_vec_dot(c->T, mbk_spatial_cross_force(ws.ucol[r].T, db[i].Phi));
-                    dr_dq[(size_t)r * (size_t)ldq + (size_t)col] += scale * x;
-                }
-            }
             mbk_spatial_vec g = mbk_spatial_vec_add(mbk_spatial_cross_force(c->T, dj->F), mt_composite_mul(&dj->Yc, &c->alpha));
-            if (ws.with_velocity) g = mbk_spatial_vec_add(g, Bc_mul(dj, c->w));
-            const mbk_spatial_vec Fnet = mbk_spatial_vec_sub(dj->F, dj->Phi);
-            for (int l = 0; l < bj->nu; ++l) {
-                double x = mbk_spatial_vec_dot(ws.ucol[bj->u0 + l].T, g);
-                if (!bj->pin) x += mbk_spatial_vec_dot(ws.dS[bj->ds0 + k * bj->nu + l], Fnet);
-                dr_dq[(size_t)(bj->u0 + l) * (size_t)ldq + (size_t)col] += scale * x;
+            if (vel) g = mbk_spatial_vec_add(g, Bc_mul(dj, c->w));
+            put_soa(qa, qst, col, c->alpha);
+            qw[col] = c->w.w.x; qw[qst + col] = c->w.w.y; qw[2 * qst + col] = c->w.w.z;
+            put_soa(qg, qst, col, g);
+            if (phi) put_soa(qT, qst, col, c->T);
+        }
+        for (int l = 0; dr_du && vel && l < bj->nu; ++l) {
+            const int col = bj->u0 + l;
+            const mt_ducol *c = &ws.ucol[col];
+            put_soa(ua, ust, col, c->alpha);
+            uw[col] = c->T.w.x; uw[ust + col] = c->T.w.y; uw[2 * ust + col] = c->T.w.z;
+            put_soa(ug, ust, col, mbk_spatial_vec_add(mt_composite_mul(&dj->Yc, &c->alpha), Bc_mul(dj, c->T)));
+        }
+    }
+    /* row by row: a row of body i takes (Yc S)_r . alpha + (Bc^T S)_r . w from the columns
+       of the joints above it, S_r . g from those below, and its own joint's columns */
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_body *bi = &m->bodies[i];
+        const mt_dbody *di = &db[i];
+        const mbk_spatial_vec Fnet = mbk_spatial_vec_sub(di->F, di->Phi);
+        for (int r = bi->u0; r < bi->u0 + bi->nu; ++r) {
+            const mbk_spatial_vec S = ws.ucol[r].T;
+            double a9[9], sg[6];
+            sv_to(a9, ws.row[r].YcS, scale);
+            a9[6] = vel ? scale * ws.row[r].BtS.x : 0.0;
+            a9[7] = vel ? scale * ws.row[r].BtS.y : 0.0;
+            a9[8] = vel ? scale * ws.row[r].BtS.z : 0.0;
+            sv_to(sg, S, scale);
+            if (dr_dq) {
+                double *row = dr_dq + (size_t)r * (size_t)ldq;
+                double psi[6] = {0, 0, 0, 0, 0, 0};
+                if (phi) sv_to(psi, mbk_spatial_cross_force(S, di->Phi), -scale);
+                for (int a = bi->parent; a > 0;) { /* ancestors, a run at a time */
+                    const int r0 = m->bodies[a].run0, c0 = lay[2 * r0], c1 = lay[2 * a] + lay[2 * a + 1];
+                    row_comb9(row, qa, qst, a9, c0, c1);
+                    if (phi) row_comb6(row, qT, qst, psi, c0, c1);
+                    a = m->bodies[r0].parent;
+                }
+                for (int k = 0; k < lay[2 * i + 1]; ++k) { /* its own joint */
+                    const int col = lay[2 * i] + k;
+                    double x = 0.0;
+                    for (int t = 0; t < 6; ++t) x += sg[t] * qg[(size_t)t * qst + (size_t)col];
+                    if (!bi->pin) x += scale * mbk_spatial_vec_dot(ws.dS[bi->ds0 + k * bi->nu + (r - bi->u0)], Fnet);
+                    row[col] += x;
+                }
+                row_descendants(m, lay, i, row, qg, qst, sg, true);
             }
-            add_up(m, &ws, bj->parent, g, scale, dr_dq, ldq, col);
+            if (dr_du && vel) {
+                double *row = dr_du + (size_t)r * (size_t)ldu;
+                for (int a = i; a > 0;) { /* itself and the ancestors */
+                    const int r0 = m->bodies[a].run0, c0 = m->bodies[r0].u0, c1 = m->bodies[a].u0 + m->bodies[a].nu;
+                    row_comb9(row, ua, ust, a9, c0, c1);
+                    a = m->bodies[r0].parent;
+                }
+                row_descendants(m, lay, i, row, ug, ust, sg, false);
+            }
         }
     }
 }
@@ -532,69 +614,83 @@ int mbk_matter_calc_qdot_derivatives(const mbk_matter *m, const mbk_state *s, do
 
 /* ---- M^-1 on many columns ------------------------------------------------------------- */
 
-/* x -= sum_t c[t] X[row[t]] over n columns: sixteen (then four, then one) columns at
-   a time in registers, as four independent sums of four (so the adds do not wait on
-   each other), written as scalars so that compilers vectorize them at -O2 too; each
-   row of X is stored once however many rows it draws on. */
-static void pull_row(double *restrict x, const double *X, size_t ld, int n, const int *row, const double *c, int cnt)
+/* x = sc (x - sum_t c[t] X[row[t]]) over n columns, a chunk of columns at a time in
+   registers (each row of X is stored once however many rows it draws on). Every
+   column is summed the same way, as two partial sums over even and odd t (half the
+   chain of dependent adds), so chunks that overlap give the same bits. Written as
+   scalars so that compilers vectorize them at -O2 too. */
+#define PULL_CHUNK(W)                                                                               \
+    do {                                                                                            \
+        double e_[W], o_[W];                                                                        \
+        for (int k_ = 0; k_ < (W); ++k_) { e_[k_] = xin[k_]; o_[k_] = 0.0; }                        \
+        int t_ = 0;                                                                                 \
+        for (; t_ + 1 < cnt; t_ += 2) {                                                             \
+            const double f0_ = c[t_], f1_ = c[t_ + 1];                                              \
+            const double *y0_ = X + (size_t)row[t_] * ld + (size_t)cc, *y1_ = X + (size_t)row[t_ + 1] * ld + (size_t)cc; \
+            for (int k_ = 0; k_ < (W); ++k_) { e_[k_] -= f0_ * y0_[k_]; o_[k_] -= f1_ * y1_[k_]; } \
+        }                                                                                           \
+        if (t_ < cnt) {                                                                             \
+            const double f0_ = c[t_], *y0_ = X + (size_t)row[t_] * ld + (size_t)cc;                 \
+            for (int k_ = 0; k_ < (W); ++k_) e_[k_] -= f0_ * y0_[k_];                               \
+        }                                                                                           \
+        for (int k_ = 0; k_ < (W); ++k_) x[cc + k_] = sc * (e_[k_] + o_[k_]);                      \
+    } while (0)
+
+static void pull_row(double *restrict x, const double *X, size_t ld, int n, const int *row, const double *c, int cnt,
+                     double sc)
 {
-    int c0 = 0;
-    for (; c0 + 16 <= n; c0 += 16) {
-        double a0 = x[c0], a1 = x[c0 + 1], a2 = x[c0 + 2], a3 = x[c0 + 3];
-        double b0 = x[c0 + 4], b1 = x[c0 + 5], b2 = x[c0 + 6], b3 = x[c0 + 7];
-        double d0 = x[c0 + 8], d1 = x[c0 + 9], d2 = x[c0 + 10], d3 = x[c0 + 11];
-        double e0 = x[c0 + 12], e1 = x[c0 + 13], e2 = x[c0 + 14], e3 = x[c0 + 15];
-        for (int t = 0; t < cnt; ++t) {
-            const double f = c[t], *y = X + (size_t)row[t] * ld + (size_t)c0;
-            a0 -= f * y[0]; a1 -= f * y[1]; a2 -= f * y[2]; a3 -= f * y[3];
-            b0 -= f * y[4]; b1 -= f * y[5]; b2 -= f * y[6]; b3 -= f * y[7];
-            d0 -= f * y[8]; d1 -= f * y[9]; d2 -= f * y[10]; d3 -= f * y[11];
-            e0 -= f * y[12]; e1 -= f * y[13]; e2 -= f * y[14]; e3 -= f * y[15];
-        }
-        x[c0] = a0; x[c0 + 1] = a1; x[c0 + 2] = a2; x[c0 + 3] = a3;
-        x[c0 + 4] = b0; x[c0 + 5] = b1; x[c0 + 6] = b2; x[c0 + 7] = b3;
-        x[c0 + 8] = d0; x[c0 + 9] = d1; x[c0 + 10] = d2; x[c0 + 11] = d3;
-        x[c0 + 12] = e0; x[c0 + 13] = e1; x[c0 + 14] = e2; x[c0 + 15] = e3;
+    /* a tail of n % 4 columns is done as the last four, from their values on entry */
+    const int tail = n >= 4 ? n % 4 : 0;
+    double tin[4] = {0, 0, 0, 0};
+    if (tail)
+        for (int k = 0; k < 4; ++k) tin[k] = x[n - 4 + k];
+    int cc = 0;
+    for (; cc + 16 <= n; cc += 16) {
+        const double *xin = x + cc;
+        PULL_CHUNK(16);
     }
-    for (; c0 + 4 <= n; c0 += 4) {
-        double a0 = x[c0], a1 = x[c0 + 1], a2 = x[c0 + 2], a3 = x[c0 + 3];
-        for (int t = 0; t < cnt; ++t) {
-            const double f = c[t], *y = X + (size_t)row[t] * ld + (size_t)c0;
-            a0 -= f * y[0]; a1 -= f * y[1]; a2 -= f * y[2]; a3 -= f * y[3];
-        }
-        x[c0] = a0; x[c0 + 1] = a1; x[c0 + 2] = a2; x[c0 + 3] = a3;
+    for (; cc + 4 <= n; cc += 4) {
+        const double *xin = x + cc;
+        PULL_CHUNK(4);
     }
-    for (; c0 < n; ++c0) {
-        double a = x[c0];
-        for (int t = 0; t < cnt; ++t) a -= c[t] * X[(size_t)row[t] * ld + (size_t)c0];
-        x[c0] = a;
+    if (tail) {
+        const double *xin = tin;
+        cc = n - 4;
+        PULL_CHUNK(4);
+        return;
+    }
+    for (; cc < n; ++cc) {
+        const double *xin = x + cc;
+        PULL_CHUNK(1);
     }
 }
+#undef PULL_CHUNK
 
 /* M = L^T D L with L unit lower triangular, nonzero only where a u's row meets the u
    above it (Featherstone's LTDL, "Rigid Body Dynamics Algorithms" 6.5). M's entries
    from the setup: M_ik = (Yc_i S_i) . S_k for k at or above i, at Ground's origin. */
 static void factor_mass(const mbk_matter *m, const mt_dws *ws, double *D, double *L)
 {
-    const int *lam = m->lam, *off = m->loff;
+    const int *off = m->loff, *anc = m->lanc;
     for (int i = 0; i < m->nu; ++i) {
-        D[i] = mbk_spatial_vec_dot(ws->row[i].YcS, ws->ucol[i].T);
-        double *Li = L + off[i];
-        int p = 0;
-        for (int k = lam[i]; k >= 0; k = lam[k]) Li[p++] = mbk_spatial_vec_dot(ws->row[i].YcS, ws->ucol[k].T);
+        const mbk_spatial_vec F = ws->row[i].YcS;
+        D[i] = mbk_spatial_vec_dot(F, ws->ucol[i].T);
+        const int end = i + 1 < m->nu ? off[i + 1] : m->nl;
+        for (int t = off[i]; t < end; ++t) L[t] = mbk_spatial_vec_dot(F, ws->ucol[anc[t]].T);
     }
-    /* from the tips: row k's entries scale by 1/D_k and update the rows above */
+    /* from the tips: row k's entries scale by 1/D_k and update the rows above; the u
+       above i = anc[off[k] + p] are those after position p in k's row */
     for (int k = m->nu - 1; k >= 0; --k) {
         double *Lk = L + off[k];
-        const double dk = D[k];
-        int p = 0;
-        for (int i = lam[k]; i >= 0; i = lam[i], ++p) {
-            const double a = Lk[p] / dk;
+        const int dk_n = (k + 1 < m->nu ? off[k + 1] : m->nl) - off[k];
+        const double inv = 1.0 / D[k];
+        for (int p = 0; p < dk_n; ++p) {
+            const int i = anc[off[k] + p];
+            const double a = Lk[p] * inv;
             D[i] -= a * Lk[p];
             double *Li = L + off[i];
-            /* i's row holds the u above i: those after position p in k's row */
-            int t = 0;
-            for (int j = lam[i]; j >= 0; j = lam[j], ++t) Li[t] -= a * Lk[p + 1 + t];
+            const int n = dk_n - p - 1;
+            for (int t = 0; t < n; ++t) Li[t] -= a * Lk[p + 1 + t];
             Lk[p] = a;
         }
     }
@@ -624,6 +720,8 @@ void mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, doubl
        already scaled by scale / D (y_k = z_k D_k / scale) */
     const double inv_scale = 1.0 / scale;
     for (int t = 0; t < m->nl; ++t) LD[t] = L[m->ldpos[t]] * D[m->ldrow[t]] * inv_scale;
+    double *Dsc = D; /* D is read only through LD from here: keep scale / D in its place */
+    for (int i = 0; i < m->nu; ++i) Dsc[i] = scale / D[i];
     for (int which = 0; which < 2; ++which) {
         double *X = which ? X2 : X1;
         const size_t ld = (size_t)(which ? ld2 : ld1);
@@ -631,14 +729,12 @@ void mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, doubl
         if (!X || n == 0) continue;
         /* L^T y = x from the tips (z = scale D^-1 y at once), then L x = z from the base */
         for (int i = m->nu - 1; i >= 0; --i) {
-            double *r = X + (size_t)i * ld, f = scale / D[i];
             const int t0 = m->ldoff[i];
-            pull_row(r, X, ld, n, m->ldrow + t0, LD + t0, m->ldoff[i + 1] - t0);
-            for (int c = 0; c < n; ++c) r[c] *= f;
+            pull_row(X + (size_t)i * ld, X, ld, n, m->ldrow + t0, LD + t0, m->ldoff[i + 1] - t0, Dsc[i]);
         }
         for (int k = 0; k < m->nu; ++k) {
             const int t0 = m->loff[k], cnt = (k + 1 < m->nu ? m->loff[k + 1] : m->nl) - t0;
-            pull_row(X + (size_t)k * ld, X, ld, n, m->lanc + t0, L + t0, cnt);
+            pull_row(X + (size_t)k * ld, X, ld, n, m->lanc + t0, L + t0, cnt, 1.0);
         }
     }
 }

@@ -106,6 +106,7 @@ struct mbk_matter {
     int *pre, *order, *size; /* preorder position of each body, the body at each position and its
                               subtree's size: subtree(b) = order[pre[b] .. pre[b] + size[b]) */
     int nqmax, nds;        /* sums over bodies of nqmax and nqmax * nu (derivative work space) */
+    bool *contig;          /* per body: its subtree is the bodies b .. b + size[b] - 1 */
     int *lam, *loff;       /* per u: the u it hangs from in the tree (-1: none) and where its
                               row of the sparse factor M = L^T D L starts */
     int nl;                /* entries of L (the sum over u of their depth in u) */
@@ -161,6 +162,10 @@ typedef struct mt_drow {
 /* The scratch vectors of the derivative work space, by use. */
 enum { MT_V_Q0, MT_V_U0, MT_V_VAL, MT_V_ACC, MT_V_UFREE, MT_V_TAU, MT_V_TAU2, MT_DWS_NVEC };
 
+/* The sweep's column arrays: per q column alpha (6), w's angular part (3), g (6),
+   T (6); per u column alpha (6), S's angular part (3), g (6). */
+enum { MT_QS = 21, MT_US = 15 };
+
 /* Views of the derivative work space (C_SCRATCH_MAT). */
 typedef struct mt_dws {
     mt_dbody *body;        /* nb */
@@ -169,6 +174,9 @@ typedef struct mt_dws {
     mt_drow *row;          /* nu */
     mbk_spatial_vec *dS;   /* nds: body b's dS/dq_k column j at bodies[b].ds0 + k nu + j */
     mbk_spatial_vec *sp;   /* 2 nb spatial vectors of scratch */
+    double *qs, *us;       /* the sweep's columns by components: MT_QS arrays of nqmax + 1,
+                              MT_US of nu + 1 (see mt_deriv_sweep) */
+    size_t qstride, ustride;
     double *vec;           /* MT_DWS_NVEC vectors of vlen doubles for callers */
     int vlen;
     int numeric;           /* bodies whose mobilizer was differentiated numerically */
