@@ -1154,8 +1154,55 @@ static void test_long_chain(void)
     destroy_model(&md);
 }
 
+/* A function-based mobilizer whose functions stop at second derivatives: d(HDot u)/dq
+   is then found by differences (flagged), the rest stays analytic, and the whole is
+   still within the tolerance. */
+static double sq_value(const void *impl, const double *x) { (void)impl; return 0.3 * x[0] * x[0] + sin(x[0]); }
+static double sq_derivative(const void *impl, const int *comp, int order, const double *x)
+{
+    (void)impl; (void)comp;
+    return order == 0 ? sq_value(impl, x) : order == 1 ? 0.6 * x[0] + cos(x[0]) : 0.6 - sin(x[0]);
+}
+static const mbk_function_ops second_order_ops = {1, 2, sq_value, sq_derivative, NULL};
+
+static void test_function_based_second_order(void)
+{
+    const double lin[2] = {0.5, 0.1};
+    mbk_function fns[6] = {{&second_order_ops, NULL}, mbk_function_linear(lin, 1), mbk_function_constant(0.0, 0),
+                           mbk_function_constant(0.0, 0), mbk_function_sinusoid(0.2, 1.0, 0.0), mbk_function_constant(0.1, 0)};
+    static const int i0[1] = {0}, i1[1] = {1}, i4[1] = {1};
+    const int *const idx[6] = {i0, i1, NULL, NULL, i4, NULL};
+    const int n[6] = {1, 1, 0, 0, 1, 0};
+    mbk_mobilizer fb = mbk_mobilizer_function_based(2, fns, idx, n, NULL);
+    CHECK(fb.ops != NULL);
+    model md;
+    static const int kinds[] = {K_PIN, K_BALL};
+    build_tree(&md, 3, 0, kinds, 2);
+    mbk_transform X = mbk_transform_from_p(mbk_vec3_make(0.2, 0.1, 0.0)), I = mbk_transform_identity();
+    mbk_mass_props mp = random_mass_props();
+    int b = mbk_matter_add_body(mbk_multibody_upd_matter(md.sys), 1, &X, &mp, &I, fb);
+    CHECK(b > 0);
+    md.kind[b] = K_FUNCTION;
+    md.nb = b + 1;
+    finish_model(&md);
+    mbk_derivative_info info;
+    CHECK_INT(mbk_system_get_derivative_info(md.sys, md.s, &info), MBK_OK);
+    CHECK_INT(info.numeric_mobilizers, 1);
+    CHECK_INT(info.first_numeric_body, b);
+    double wr = 0, wa = 0;
+    for (int trial = 0; trial < 10; ++trial) {
+        randomize(&md, 1.0);
+        check_state(&md, &wr, &wa, "second-order function-based");
+    }
+    if (getenv("MBK_TEST_VERBOSE")) printf("  function-based, 2nd order functions: dr %.2g dudot %.2g\n", wr, wa);
+    CHECK(wr <= TOL);
+    CHECK(wa <= TOL);
+    destroy_model(&md);
+}
+
 int main(void)
 {
+    test_function_based_second_order();
     test_long_chain();
     test_no_allocation();
     test_pendulum();
