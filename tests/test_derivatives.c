@@ -366,7 +366,16 @@ static void test_each_mobilizer(void)
             if (euler && kind != K_BALL && kind != K_FREE) continue;
             const int allowed[3] = {kind, kind, K_PIN};
             model md;
-            build_tree(&md, 4, euler, allowed, 3);
+            for (;;) { /* a tree that has the kind, and a Pin */
+                build_tree(&md, 4, euler, allowed, 3);
+                int has = 0, pin = 0;
+                for (int b = 1; b < md.nb; ++b) {
+                    has |= md.kind[b] == kind;
+                    pin |= md.kind[b] == K_PIN;
+                }
+                if (has && pin) break;
+                mbk_system_destroy(md.sys);
+            }
             finish_model(&md);
             double wr = 0, wa = 0;
             for (int trial = 0; trial < 20; ++trial) {
