@@ -69,7 +69,8 @@ typedef struct mbk_derivative_info {
     int first_numeric_force;      /* the first of them (index in its force subsystem), -1 if none */
     int first_numeric_force_subsystem; /* and its force subsystem's index, -1 if none */
     int numeric_subsystems;       /* subsystems that may apply forces that are not
-                                     elements (not matter, forces or events): numeric */
+                                     elements (not matter, forces or events, and with a
+                                     realize_dynamics op): numeric */
     bool numeric_constraints;     /* constraints are enabled: their part of dudot is numeric */
     bool numeric_z;               /* the State has z: the ydot Jacobian's z rows and columns
                                      are numeric */

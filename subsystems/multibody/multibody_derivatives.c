@@ -27,10 +27,14 @@ typedef struct md_ctx {
     bool constrained; /* enabled constraints with equations */
 } md_ctx;
 
-/* Whether subsystem k may add forces that are not force elements. */
+/* Whether subsystem k may add forces that are not force elements: it is not matter,
+   a force subsystem or the events subsystem, and it does something at Dynamics
+   (the accumulators are zeroed at the start of matter's Dynamics). */
 static bool is_other(const md_ctx *c, int k)
 {
-    return k != c->m->sub && !fe_forces_of(c->sys, k) && k != mbk_system_get_events_subsystem(c->sys);
+    const mbk_subsystem_ops *ops = mbk_system_get_subsystem_ops(c->sys, k);
+    return k != c->m->sub && !fe_forces_of(c->sys, k) && k != mbk_system_get_events_subsystem(c->sys) && ops &&
+           ops->realize_dynamics;
 }
 
 /* Fill in the info (the State is at Instance or later). */
