@@ -289,9 +289,10 @@ static void negate_rows(double *a, int rows, int cols, int ld)
 }
 
 /* dr/dq and dr/du at udot into the (zeroed here) arrays: the force Jacobians
-   (analytic, then numeric), negated, plus the matter sweep. */
+   (analytic, then numeric), less the matter sweep, is -dr; negated unless
+   negative (the forward dynamics want -dr). */
 static int residual_derivatives(const md_ctx *c, const double *udot, double *dr_dq, int ldq, double *dr_du, int ldu,
-                                const char *fn)
+                                bool negative, const char *fn)
 {
     int rc = mt_deriv_setup(c->m, c->s, udot, gravity_of(c), true);
     if (rc < 0) return mbk_set_error(rc, "%s: %s", fn, mbk_last_error());
@@ -301,9 +302,11 @@ static int residual_derivatives(const md_ctx *c, const double *udot, double *dr_
     bool q_only;
     if (numeric_forces(c, &q_only) && (rc = numeric_columns(c, NUM_FORCES, q_only, dr_dq, ldq, dr_du, ldu, fn)) < 0)
         return rc;
-    negate_rows(dr_dq, c->nu, c->nq, ldq);
-    negate_rows(dr_du, c->nu, c->nu, ldu);
-    mt_deriv_sweep(c->m, c->s, 1.0, dr_dq, ldq, dr_du, ldu);
+    mt_deriv_sweep(c->m, c->s, -1.0, dr_dq, ldq, dr_du, ldu);
+    if (!negative) {
+        negate_rows(dr_dq, c->nu, c->nq, ldq);
+        negate_rows(dr_du, c->nu, c->nu, ldu);
+    }
     return MBK_OK;
 }
 
@@ -317,7 +320,7 @@ int mbk_system_calc_residual_derivatives(const mbk_system *sys, mbk_state *s, co
     if (!dr_dq && !dr_du) return mbk_set_error(MBK_EINVAL, "%s: dr_dq and dr_du are both NULL", fn);
     if (udot && (rc = mt_need_finite(udot, c.nu, fn, "udot")) < 0) return rc;
     if (!udot) udot = mbk_state_get_udot(s);
-    return residual_derivatives(&c, udot, dr_dq, c.nq, dr_du, c.nu, fn);
+    return residual_derivatives(&c, udot, dr_dq, c.nq, dr_du, c.nu, false, fn);
 }
 
 int mbk_system_calc_acceleration_derivatives_ld(const mbk_system *sys, mbk_state *s, double *dudot_dq, int ldq,
@@ -341,8 +344,9 @@ int mbk_system_calc_acceleration_derivatives_ld(const mbk_system *sys, mbk_state
         mt_aba_solve(m, s, mt_mobility_forces((mbk_spatial_vec *)F, m->nb), F, true, A, A + m->nb, ufree);
         udot = ufree;
     }
-    if ((rc = residual_derivatives(&c, udot, dudot_dq, ldq, dudot_du, ldu, fn)) < 0) return rc;
-    mt_deriv_solve(m, s, -1.0, dudot_dq, ldq, c.nq, dudot_du, ldu, c.nu);
+    /* dudot = -M^-1 dr: the arrays hold -dr */
+    if ((rc = residual_derivatives(&c, udot, dudot_dq, ldq, dudot_du, ldu, true, fn)) < 0) return rc;
+    mt_deriv_solve(m, s, 1.0, dudot_dq, ldq, c.nq, dudot_du, ldu, c.nu);
     if (c.constrained && (rc = numeric_columns(&c, NUM_CONSTRAINTS, false, dudot_dq, ldq, dudot_du, ldu, fn)) < 0)
         return rc;
     return MBK_OK;
