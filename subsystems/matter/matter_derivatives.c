@@ -38,46 +38,53 @@ typedef struct mt_dhdr {
     int with_velocity, numeric, has_phi;
 } mt_dhdr;
 
-/* Byte offsets of the sections (and the total). */
-static size_t dws_layout(const mbk_matter *m, size_t off[12], int *vlen)
+static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* Byte offsets of the sections (and the total): header, bodies, q columns, u
+   columns, rows, dS, a shared region, the sparse factor. The shared region holds
+   either the sweep's column arrays (qs, us: alive only inside mt_deriv_sweep) or the
+   scratch spatial vectors and vectors (sp, vec: used before the sweep by the numeric
+   pieces and after it by the solve), never both at once. */
+static size_t dws_layout(const mbk_matter *m, size_t off[9], int *vlen)
 {
     size_t nb = (size_t)m->nb, nu = (size_t)m->nu + 1, nq = (size_t)m->nqmax + 1;
     *vlen = m->nqmax + m->nu + 1;
-    const size_t sizes[11] = {sizeof(mt_dhdr), nb * sizeof(mt_dbody), nq * sizeof(mt_dcol), nu * sizeof(mt_ducol),
-                              nu * sizeof(mt_drow), ((size_t)m->nds + 1) * sizeof(mbk_spatial_vec),
-                              2 * nb * sizeof(mbk_spatial_vec), MT_DWS_NVEC * (size_t)*vlen * sizeof(double),
-                              m->ltdl ? (2 * (size_t)m->nl + nu) * sizeof(double) : 0,
-                              MT_QS * nq * sizeof(double), MT_US * nu * sizeof(double)};
+    const size_t scratch = round64(2 * nb * sizeof(mbk_spatial_vec)) + MT_DWS_NVEC * (size_t)*vlen * sizeof(double);
+    const size_t columns = round64(MT_QS * nq * sizeof(double)) + MT_US * nu * sizeof(double);
+    const size_t sizes[8] = {sizeof(mt_dhdr), nb * sizeof(mt_dbody), nq * sizeof(mt_dcol), nu * sizeof(mt_ducol),
+                             nu * sizeof(mt_drow), ((size_t)m->nds + 1) * sizeof(mbk_spatial_vec),
+                             scratch > columns ? scratch : columns,
+                             m->ltdl ? (2 * (size_t)m->nl + nu) * sizeof(double) : 0};
     size_t o = 0;
-    for (int i = 0; i < 11; ++i) {
+    for (int i = 0; i < 8; ++i) {
         off[i] = o;
-        o += (sizes[i] + 63) & ~(size_t)63;
+        o += round64(sizes[i]);
     }
-    off[11] = o;
+    off[8] = o;
     return o;
 }
 
 size_t mt_dws_bytes(const mbk_matter *m)
 {
-    size_t off[12];
+    size_t off[9];
     int vlen;
     return dws_layout(m, off, &vlen);
 }
 
-/* The sparse factor's storage: D (nu), then L's rows. */
+/* The sparse factor's storage: D (nu), then L's rows, then L by columns. */
 static double *dws_factor(const mbk_matter *m, const mbk_state *s)
 {
-    size_t off[12];
+    size_t off[9];
     int vlen;
     dws_layout(m, off, &vlen);
-    return (double *)((char *)mt_cache(m, s, C_SCRATCH_MAT) + off[8]);
+    return (double *)((char *)mt_cache(m, s, C_SCRATCH_MAT) + off[7]);
 }
 
 static mt_dhdr *dws_header(const mbk_matter *m, const mbk_state *s) { return mt_cache(m, s, C_SCRATCH_MAT); }
 
 mt_dws mt_dws_of(const mbk_matter *m, const mbk_state *s)
 {
-    size_t off[12];
+    size_t off[9];
     mt_dws w;
     dws_layout(m, off, &w.vlen);
     char *b = mt_cache(m, s, C_SCRATCH_MAT);
@@ -86,12 +93,13 @@ mt_dws mt_dws_of(const mbk_matter *m, const mbk_state *s)
     w.ucol = (mt_ducol *)(b + off[3]);
     w.row = (mt_drow *)(b + off[4]);
     w.dS = (mbk_spatial_vec *)(b + off[5]);
-    w.sp = (mbk_spatial_vec *)(b + off[6]);
-    w.vec = (double *)(b + off[7]);
-    w.qs = (double *)(b + off[9]);
-    w.us = (double *)(b + off[10]);
     w.qstride = (size_t)m->nqmax + 1;
     w.ustride = (size_t)m->nu + 1;
+    /* the shared region: sp and vec, or qs and us */
+    w.sp = (mbk_spatial_vec *)(b + off[6]);
+    w.vec = (double *)(b + off[6] + round64(2 * (size_t)m->nb * sizeof(mbk_spatial_vec)));
+    w.qs = (double *)(b + off[6]);
+    w.us = (double *)(b + off[6] + round64(MT_QS * w.qstride * sizeof(double)));
     const mt_dhdr *h = (const mt_dhdr *)b;
     w.numeric = h->numeric;
     w.with_velocity = h->with_velocity != 0;

@@ -175,7 +175,8 @@ typedef struct mt_dws {
     mbk_spatial_vec *dS;   /* nds: body b's dS/dq_k column j at bodies[b].ds0 + k nu + j */
     mbk_spatial_vec *sp;   /* 2 nb spatial vectors of scratch */
     double *qs, *us;       /* the sweep's columns by components: MT_QS arrays of nqmax + 1,
-                              MT_US of nu + 1 (see mt_deriv_sweep) */
+                              MT_US of nu + 1 (see mt_deriv_sweep); they share memory with
+                              sp and vec, so those hold nothing across a sweep */
     size_t qstride, ustride;
     double *vec;           /* MT_DWS_NVEC vectors of vlen doubles for callers */
     int vlen;
