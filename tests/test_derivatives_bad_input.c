@@ -35,6 +35,10 @@ static int fl_jacobian(void *impl, const mbk_force_ctx *c, const mbk_state *s, d
 {
     (void)df_du; (void)ldu;
     const failing *f = impl;
+    if (f->jac_rc == 99) { /* a NaN instead of a failure */
+        if (df_dq) df_dq[0] += NAN;
+        return 0;
+    }
     if (f->jac_rc) return f->jac_rc;
     const mbk_matter *m = mbk_force_ctx_get_matter(c);
     int iq = mbk_matter_get_body_q_start(m, s, f->body), iu = mbk_matter_get_body_u_start(m, s, f->body);
@@ -265,6 +269,14 @@ static void test_failing_ops(void)
     EXPECT(mbk_system_add_force_jacobians(md.sys, md.s, A, B), MBK_EUSER, "mbk_system_add_force_jacobians", before,
            md.s);
     CHECK(strstr(mbk_last_error(), "fatal") != NULL);
+    /* a NaN from a custom Jacobian is reported, not passed on */
+    md.fj.jac_rc = 99;
+    EXPECT(mbk_system_calc_acceleration_derivatives(md.sys, md.s, A, B), MBK_ENOTFINITE,
+           "mbk_system_calc_acceleration_derivatives", before, md.s);
+    EXPECT(mbk_system_calc_residual_derivatives(md.sys, md.s, NULL, A, B), MBK_ENOTFINITE,
+           "mbk_system_calc_residual_derivatives", before, md.s);
+    EXPECT(mbk_system_add_force_jacobians(md.sys, md.s, A, B), MBK_ENOTFINITE, "mbk_system_add_force_jacobians",
+           before, md.s);
     md.fj.jac_rc = 0;
     /* a custom mobilizer's derivatives: recoverable, then fatal */
     mob_rc = 2;

@@ -277,6 +277,20 @@ static bool numeric_forces(const md_ctx *c, bool *q_only)
 /* The public functions                                                 */
 /* ------------------------------------------------------------------ */
 
+/* MBK_OK if the rows x cols block is finite, else MBK_ENOTFINITE naming the entry. */
+static int check_finite(const double *a, int rows, int cols, int ld, const char *fn, const char *name)
+{
+    for (int i = 0; a && i < rows; ++i) {
+        int k = mbk_find_nonfinite(a + (size_t)i * (size_t)ld, cols);
+        if (k >= 0)
+            return mbk_set_error(MBK_ENOTFINITE, "%s: %s[%d][%d] is %g: the State is at a singular configuration "
+                                 "(gimbal lock of Euler angles or a bushing, two stations of a two-point element "
+                                 "at one place, ...) or a custom piece gave NaN; the State was not changed",
+                                 fn, name, i, k, a[(size_t)i * (size_t)ld + (size_t)k]);
+    }
+    return MBK_OK;
+}
+
 static void zero_rows(double *a, int rows, int cols, int ld)
 {
     for (int i = 0; a && i < rows; ++i) memset(a + (size_t)i * (size_t)ld, 0, (size_t)cols * sizeof *a);
@@ -320,7 +334,9 @@ int mbk_system_calc_residual_derivatives(const mbk_system *sys, mbk_state *s, co
     if (!dr_dq && !dr_du) return mbk_set_error(MBK_EINVAL, "%s: dr_dq and dr_du are both NULL", fn);
     if (udot && (rc = mt_need_finite(udot, c.nu, fn, "udot")) < 0) return rc;
     if (!udot) udot = mbk_state_get_udot(s);
-    return residual_derivatives(&c, udot, dr_dq, c.nq, dr_du, c.nu, false, fn);
+    if ((rc = residual_derivatives(&c, udot, dr_dq, c.nq, dr_du, c.nu, false, fn)) < 0) return rc;
+    if ((rc = check_finite(dr_dq, c.nu, c.nq, c.nq, fn, "dr_dq")) < 0) return rc;
+    return check_finite(dr_du, c.nu, c.nu, c.nu, fn, "dr_du");
 }
 
 int mbk_system_calc_acceleration_derivatives_ld(const mbk_system *sys, mbk_state *s, double *dudot_dq, int ldq,
@@ -349,7 +365,8 @@ int mbk_system_calc_acceleration_derivatives_ld(const mbk_system *sys, mbk_state
     mt_deriv_solve(m, s, 1.0, dudot_dq, ldq, c.nq, dudot_du, ldu, c.nu);
     if (c.constrained && (rc = numeric_columns(&c, NUM_CONSTRAINTS, false, dudot_dq, ldq, dudot_du, ldu, fn)) < 0)
         return rc;
-    return MBK_OK;
+    if ((rc = check_finite(dudot_dq, c.nu, c.nq, ldq, fn, "dudot_dq")) < 0) return rc;
+    return check_finite(dudot_du, c.nu, c.nu, ldu, fn, "dudot_du");
 }
 
 int mbk_system_calc_acceleration_derivatives(const mbk_system *sys, mbk_state *s, double *dudot_dq, double *dudot_du)
@@ -384,7 +401,8 @@ int mbk_system_add_force_jacobians_ld(const mbk_system *sys, mbk_state *s, doubl
             return mbk_set_error(rc, "%s: %s", fn, mbk_last_error());
         mt_deriv_sweep(c.m, s, -1.0, df_dq, ldq, NULL, 0);
     }
-    return MBK_OK;
+    if ((rc = check_finite(df_dq, c.nu, c.nq, ldq, fn, "df_dq")) < 0) return rc;
+    return check_finite(df_du, c.nu, c.nu, ldu, fn, "df_du");
 }
 
 int mbk_system_add_force_jacobians(const mbk_system *sys, mbk_state *s, double *df_dq, double *df_du)
