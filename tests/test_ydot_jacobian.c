@@ -1,10 +1,10 @@
-/* mbk_system_calc_ydot_jacobian, the finite-difference Jacobian CVODE BDF
- * and IDA use by default:
+/* mbk_system_calc_ydot_jacobian (analytic for a multibody System), the
+ * Jacobian CVODE BDF and IDA use by default, and mbk_system_calc_ydot_jacobian_fd:
  * (a) a pendulum against its analytic Jacobian;
  * (b) a constrained four-bar and a free body in Hunt-Crossley contact (a
  *     quaternion, Hertz force and friction) against central differences of
  *     mbk_system_calc_ydot computed here, on a State of the test's own;
- * (c) it perturbs one y_j at a time through the narrowest view: over one
+ * (c) the _fd version perturbs one y_j at a time through the narrowest view: over one
  *     Jacobian the Position stage is realized nq + 1 times and Velocity
  *     nq + nu + 1 times (a u column realizes again only from Velocity, a z
  *     column only from Dynamics), and the State comes back bitwise at its y,
@@ -247,7 +247,7 @@ static void test_perturbs_only_what_it_must(void)
     double t0 = mbk_state_get_time(s);
     counter before = COUNT;
     long lib0 = mbk_get_allocation_count();
-    CHECK_INT(mbk_system_calc_ydot_jacobian(sys, s, J), MBK_OK);
+    CHECK_INT(mbk_system_calc_ydot_jacobian_fd(sys, s, J), MBK_OK);
     CHECK_INT(mbk_get_allocation_count() - lib0, 0);
     long pos = COUNT.position - before.position, vel = COUNT.velocity - before.velocity,
          dyn = COUNT.dynamics - before.dynamics;

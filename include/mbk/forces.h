@@ -70,6 +70,15 @@ typedef struct mbk_force_ops {
     mbk_realize_fn realize_topology, realize_model, realize_instance;
     /* Free impl when the System is destroyed. */
     void (*destroy)(void *impl);
+    /* Optional, for the analytic derivatives (mbk/derivatives.h): ADD the Jacobians of
+       this element's generalized force f = mobility_forces + J^T body_forces (what
+       calc_force adds, mapped to u) at the State (Velocity): df/dq into
+       df_dq[i * ldq + j] (nu x nq, q as the State holds them) and df/du into
+       df_du[i * ldu + j] (nu x nu). Either array may be NULL: skip it. Return 0, >0
+       (recoverable) or <0 (fatal). NULL op: the element is differentiated on its own
+       by central differences (mbk_derivative_info counts it). */
+    int (*calc_jacobian)(void *impl, const mbk_force_ctx *c, const mbk_state *s, double *df_dq, int ldq,
+                         double *df_du, int ldu);
 } mbk_force_ops;
 
 /* Add a custom element (ops copied, impl owned by the System); returns its index. */

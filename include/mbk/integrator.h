@@ -281,11 +281,17 @@ int mbk_integrator_commit_step(mbk_integrator *ig, double t1, const double *y1);
 int mbk_system_calc_dae_residual(const mbk_system *sys, mbk_state *s, double t,
                                  const double *y, const double *yp, double *r);
 /* Jacobian of ydot at the State's own t and y (realized as needed), row-major:
-   J[i*ny + j] = d ydot_i / d y_j, by forward differences with steps
-   sqrt(eps) * max(|y_j|, 1), one y_j at a time (a u or z column realizes again
-   only from Velocity or Dynamics). J has ny*ny entries. Allocation-free; the
-   State is left at Acceleration at its original y. */
+   J[i*ny + j] = d ydot_i / d y_j. J has ny*ny entries. Analytic for a multibody
+   System (mbk/derivatives.h: the q rows from d(N u)/dq and N, the u rows from
+   mbk_system_calc_acceleration_derivatives, with the numeric pieces that
+   mbk_system_get_derivative_info reports; the z rows and columns by central
+   differences); other Systems fall back to mbk_system_calc_ydot_jacobian_fd.
+   Allocation-free; the State is left at Acceleration at its original y. */
 int mbk_system_calc_ydot_jacobian(const mbk_system *sys, mbk_state *s, double *J);
+/* The same by forward differences with steps sqrt(eps) * max(|y_j|, 1) (about
+   1e-8 accurate): each q column realizes from Position, each u column from
+   Velocity, each z column from Dynamics. */
+int mbk_system_calc_ydot_jacobian_fd(const mbk_system *sys, mbk_state *s, double *J);
 
 #ifdef __cplusplus
 }

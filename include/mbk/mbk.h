@@ -5,6 +5,7 @@
 #include "mbk/alloc.h"
 #include "mbk/checkpoint.h"
 #include "mbk/constraints.h"
+#include "mbk/derivatives.h"
 #include "mbk/ensemble.h"
 #include "mbk/events.h"
 #include "mbk/external.h"

@@ -27,6 +27,23 @@ extern "C" {
 #define MBK_MOBILIZER_MAX_Q 7
 #define MBK_MOBILIZER_MAX_U 6
 
+/* Derivatives of a mobilizer's kinematics at (q, u), for the analytic
+   derivatives of the dynamics (mbk/derivatives.h, docs/derivatives.md). q
+   are the coordinates as the State holds them: a mobilizer with normalize_q
+   gives the derivatives of X_FM(normalize(q)), H_FM(normalize(q)), ... with
+   respect to q before normalization (so, for a quaternion, nothing changes
+   along q itself). Everything is expressed in F, H and HDot_u at M's origin,
+   as the ops below return them. Entries beyond nq and nu are not read. */
+typedef struct mbk_mobilizer_derivatives {
+    mbk_mat33 dR[MBK_MOBILIZER_MAX_Q];   /* d R_FM / d q_k */
+    mbk_vec3 dp[MBK_MOBILIZER_MAX_Q];    /* d p_FM / d q_k */
+    mbk_spatial_vec dH[MBK_MOBILIZER_MAX_Q][MBK_MOBILIZER_MAX_U]; /* d H_j / d q_k at [k][j] */
+    mbk_spatial_vec dHdot_u_dq[MBK_MOBILIZER_MAX_Q]; /* d (HDot u) / d q_k (zero if HDot is) */
+    mbk_spatial_vec dHdot_u_du[MBK_MOBILIZER_MAX_U]; /* d (HDot u) / d u_j */
+    double dqdot_dq[MBK_MOBILIZER_MAX_Q][MBK_MOBILIZER_MAX_Q]; /* d qdot_i / d q_k at [i][k] */
+    int numeric; /* set nonzero by an op that found some part by finite differences */
+} mbk_mobilizer_derivatives;
+
 typedef struct mbk_mobilizer_ops {
     const char *name; /* shown in messages */
     int nu;           /* number of u (0..6) */
@@ -60,6 +77,12 @@ typedef struct mbk_mobilizer_ops {
                                  const mbk_spatial_vec *V_FM, double *u);
     /* Free impl; called when the owning System is destroyed. */
     void (*destroy)(void *impl);
+    /* Optional: the derivatives above at the State's q (not normalized) and u;
+       return 0, >0 for a recoverable failure or <0 for a fatal one. NULL: the
+       kernel finds them by central differences of the ops above (Richardson
+       extrapolated, about 1e-10 relative) and says so (mbk_derivative_info). */
+    int (*calc_derivatives)(const void *impl, bool euler, const double *q, const double *u,
+                            mbk_mobilizer_derivatives *d);
 } mbk_mobilizer_ops;
 
 /* A mobilizer: ops plus the implementation data the ops receive. */
@@ -120,6 +143,16 @@ mbk_mobilizer mbk_mobilizer_function_based(int nq, const mbk_function fns[6],
 mbk_mobilizer mbk_mobilizer_custom(const mbk_mobilizer_ops *ops, void *impl);
 /* Number of q of a mobilizer in the given mode. */
 int mbk_mobilizer_get_nq(const mbk_mobilizer *m, bool euler);
+/* The derivatives of a mobilizer's kinematics at (q, u) (q as the State holds it,
+   u may be NULL for zero): from its calc_derivatives op, or by central
+   differences when it has none (d->numeric is then 1). MBK_OK, MBK_ERETRY or
+   MBK_EUSER when the op failed (recoverable or fatal), MBK_EINVAL on bad input. */
+int mbk_mobilizer_calc_derivatives(const mbk_mobilizer *m, bool euler, const double *q,
+                                   const double *u, mbk_mobilizer_derivatives *d);
+/* The same always by central differences of the mobilizer's other ops (to check
+   a calc_derivatives op against). */
+int mbk_mobilizer_calc_derivatives_numeric(const mbk_mobilizer *m, bool euler, const double *q,
+                                           const double *u, mbk_mobilizer_derivatives *d);
 
 #ifdef __cplusplus
 }

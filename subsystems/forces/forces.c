@@ -386,6 +386,17 @@ mbk_forces *mbk_multibody_upd_forces(mbk_system *sys)
     return k < 0 ? NULL : mbk_system_upd_subsystem_impl(sys, k);
 }
 
+int fe_element_force(const mbk_forces *f, int i, const mbk_state *s, mbk_spatial_vec *F, double *tau)
+{
+    return element_force(f, i, s, F, tau);
+}
+
+const mbk_forces *fe_forces_of(const mbk_system *sys, int subsystem)
+{
+    return mbk_system_get_subsystem_ops(sys, subsystem) == &forces_ops ? mbk_system_get_subsystem_impl(sys, subsystem)
+                                                                         : NULL;
+}
+
 const mbk_forces *mbk_multibody_get_forces(const mbk_system *sys)
 {
     int k = mbk_system_find_subsystem(sys, &forces_ops);

@@ -84,4 +84,23 @@ int fe_mobility_where(mbk_forces *f, fe_elem *w, int body, int coord, const char
 /* MBK_OK if all n values are finite (message names what). */
 int fe_check_finite(const double *v, int n, const char *what);
 
+/* Add element i's forces into F and tau (the Dynamics-stage call; MBK_OK or the
+   element's failure as a status with a message). */
+int fe_element_force(const mbk_forces *f, int i, const mbk_state *s, mbk_spatial_vec *F, double *tau);
+
+/* The force subsystem at this index of a System, or NULL if it is something else. */
+const mbk_forces *fe_forces_of(const mbk_system *sys, int subsystem);
+
+/* Derivatives (force_jacobians.c). Whether element i is custom without calc_jacobian. */
+bool fe_element_is_numeric(const mbk_forces *f, int i);
+/* The sum of the enabled gravity elements' fields. */
+mbk_vec3 fe_gravity_sum(const mbk_forces *f, const mbk_state *s);
+/* How many enabled elements are numeric; the first one's index into *first. */
+int fe_count_numeric(const mbk_forces *f, const mbk_state *s, int *first);
+/* After mt_deriv_setup: every enabled element but gravity and the numeric ones gives
+   its forces to matter's geometric term (mt_deriv_add_phi) and, when jacobians, ADDs
+   the rest of its Jacobians (custom ones through calc_jacobian) to df_dq, df_du. */
+int fe_add_jacobians(const mbk_forces *f, const mbk_state *s, bool jacobians, double *df_dq, int ldq, double *df_du,
+                     int ldu);
+
 #endif

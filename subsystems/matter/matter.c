@@ -256,6 +256,95 @@ int mbk_matter_find_body(const mbk_matter *m, const char *name)
 /* Realization                                                          */
 /* ------------------------------------------------------------------ */
 
+/* What the derivative sweeps need of the tree: each body's most q and the start of
+   its dS block, and the tree in preorder (every subtree a contiguous range). */
+static int derivative_topology(mbk_matter *m)
+{
+    mbk_free(m->pre);
+    m->pre = mbk_malloc(3 * (size_t)m->nb * sizeof(int));
+    if (!m->pre) return MBK_ENOMEM;
+    m->order = m->pre + m->nb;
+    m->size = m->order + m->nb;
+    m->nqmax = m->nds = 0;
+    for (int b = 0; b < m->nb; ++b) {
+        mt_body *bd = &m->bodies[b];
+        int a = b ? mbk_mobilizer_get_nq(&bd->mob, false) : 0, e = b ? mbk_mobilizer_get_nq(&bd->mob, true) : 0;
+        bd->nqmax = a > e ? a : e;
+        bd->ds0 = m->nds;
+        m->nqmax += bd->nqmax;
+        m->nds += bd->nqmax * bd->nu;
+        m->size[b] = 1;
+    }
+    for (int b = m->nb - 1; b > 0; --b) m->size[m->bodies[b].parent] += m->size[b];
+    /* preorder: a child starts right after its parent's earlier children's subtrees */
+    int *next = m->order; /* borrowed: the next free position inside each subtree */
+    m->pre[0] = 0;
+    next[0] = 1;
+    for (int b = 1; b < m->nb; ++b) {
+        int p = m->bodies[b].parent;
+        m->pre[b] = next[p];
+        next[p] += m->size[b];
+        next[b] = m->pre[b] + 1;
+    }
+    for (int b = 0; b < m->nb; ++b) m->order[m->pre[b]] = b;
+    mbk_free(m->contig);
+    m->contig = mbk_malloc((size_t)m->nb * sizeof *m->contig);
+    if (!m->contig) return MBK_ENOMEM;
+    for (int b = 0; b < m->nb; ++b) {
+        m->contig[b] = true;
+        for (int t = 0; t < m->size[b] && m->contig[b]; ++t) m->contig[b] = m->order[m->pre[b] + t] == b + t;
+    }
+    /* the u tree: each u hangs from the previous u of its body, or from the last u of
+       its nearest ancestor that has any; L's row of u holds one entry per u above it */
+    mbk_free(m->lam);
+    m->lam = mbk_malloc(2 * ((size_t)m->nu + 1) * sizeof(int));
+    if (!m->lam) return MBK_ENOMEM;
+    m->loff = m->lam + m->nu + 1;
+    m->nl = 0;
+    for (int b = 1; b < m->nb; ++b) {
+        const mt_body *bd = &m->bodies[b];
+        int up = -1;
+        for (int a = bd->parent; a > 0 && up < 0; a = m->bodies[a].parent)
+            if (m->bodies[a].nu > 0) up = m->bodies[a].u0 + m->bodies[a].nu - 1;
+        for (int j = 0; j < bd->nu; ++j) {
+            int i = bd->u0 + j, depth = 0;
+            m->lam[i] = j ? i - 1 : up;
+            for (int k = m->lam[i]; k >= 0; k = m->lam[k]) ++depth;
+            m->loff[i] = m->nl;
+            m->nl += depth;
+        }
+    }
+    /* sparse enough to keep in every State (O(n)); deeper trees use the ABA instead */
+    m->ltdl = m->nl <= 16 * m->nu + 64;
+    /* L's entries by rows (the u above) and by columns (the u below) */
+    mbk_free(m->lanc);
+    m->lanc = mbk_malloc((3 * (size_t)m->nl + (size_t)m->nu + 2) * sizeof(int));
+    if (!m->lanc) return MBK_ENOMEM;
+    m->ldoff = m->lanc + m->nl;
+    m->ldrow = m->ldoff + m->nu + 1;
+    m->ldpos = m->ldrow + m->nl;
+    memset(m->ldoff, 0, ((size_t)m->nu + 1) * sizeof(int));
+    for (int k = 0; k < m->nu; ++k) {
+        int p = m->loff[k];
+        for (int i = m->lam[k]; i >= 0; i = m->lam[i]) {
+            m->lanc[p++] = i;
+            m->ldoff[i + 1]++;
+        }
+    }
+    for (int i = 0; i < m->nu; ++i) m->ldoff[i + 1] += m->ldoff[i];
+    for (int k = 0; k < m->nu; ++k) {
+        int p = m->loff[k];
+        for (int i = m->lam[k]; i >= 0; i = m->lam[i], ++p) {
+            int t = m->ldoff[i]++;
+            m->ldrow[t] = k;
+            m->ldpos[t] = p;
+        }
+    }
+    for (int i = m->nu; i > 0; --i) m->ldoff[i] = m->ldoff[i - 1];
+    m->ldoff[0] = 0;
+    return MBK_OK;
+}
+
 static int mt_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 {
     mbk_matter *m = impl;
@@ -284,12 +373,16 @@ static int mt_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         [C_ACC] = {MBK_STAGE_ACCELERATION, MBK_STAGE_ACCELERATION, 2 * (size_t)m->nb * sizeof(mbk_spatial_vec)},
         /* work space of the operators: never valid, only written and read within one call */
         [C_SCRATCH] = {MBK_STAGE_TOPOLOGY, MBK_STAGE_INFINITY, 2 * (size_t)m->nb * sizeof(mbk_spatial_vec)},
-        /* composite inertias and H about Ground's origin (mass matrix) */
-        [C_SCRATCH_MAT] = {MBK_STAGE_TOPOLOGY, MBK_STAGE_INFINITY, (size_t)m->nb * sizeof(mt_inertia) +
-                           (size_t)(m->nu + 1) * sizeof(mbk_spatial_vec)},
+        /* composite inertias and H about Ground's origin (mass matrix), or the
+           derivatives' work space: whichever is larger */
+        [C_SCRATCH_MAT] = {MBK_STAGE_TOPOLOGY, MBK_STAGE_INFINITY, 0},
     };
+    if (derivative_topology(m) < 0) return MBK_ENOMEM;
+    size_t mass_bytes = (size_t)m->nb * sizeof(mt_inertia) + (size_t)(m->nu + 1) * sizeof(mbk_spatial_vec);
+    size_t dws_bytes = mt_dws_bytes(m);
     for (int i = 0; i < NUM_CACHE; ++i) {
-        mbk_value_type t = mbk_value_bytes(spec[i].bytes, 64);
+        size_t bytes = i == C_SCRATCH_MAT ? (mass_bytes > dws_bytes ? mass_bytes : dws_bytes) : spec[i].bytes;
+        mbk_value_type t = mbk_value_bytes(bytes, 64);
         m->cache[i] = mbk_state_allocate_cache(s, k, (mbk_stage)spec[i].dep, (mbk_stage)spec[i].by, &t, NULL);
         if (m->cache[i] < 0) return -1;
     }
@@ -369,6 +462,10 @@ static void mt_destroy(void *impl)
     for (int i = 0; i < m->nb; ++i) mbk_free(m->bodies[i].name);
     if (m->con_hooks) m->con_hooks->destroy(m);
     mbk_free(m->fed);
+    mbk_free(m->pre);
+    mbk_free(m->lam);
+    mbk_free(m->lanc);
+    mbk_free(m->contig);
     mbk_free(m->nodes);
     mbk_free(m->bodies);
     mbk_free(m);

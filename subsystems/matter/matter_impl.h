@@ -26,6 +26,8 @@ typedef struct mt_body {
     int pin_slot;          /* a Pin's index among the Pins (their sines and cosines) */
     bool I_diagonal;       /* I_B has no off-diagonal entries (rotated at half the cost) */
     bool quat;             /* its first four q are a quaternion unless Euler angles are on */
+    int nqmax;             /* its most q over the Euler choice */
+    int ds0;               /* start of its nqmax x nu block in the derivative work space's dS */
 } mt_body;
 
 /* The fields of a body the sweeps read, packed (32 bytes, two per cache line):
@@ -97,6 +99,7 @@ typedef struct mt_abi {
     double *Dinv;          /* nu_b x nu_b per body, at bodies[b].d0 */
 } mt_abi;
 
+/* C_SCRATCH_MAT is shared: the mass matrix's work space, or the derivatives' (mt_dws). */
 enum { C_QLAYOUT, C_QN, C_TRIG, C_JOINT, C_POS, C_H, C_VEL, C_ABI, C_FORCES, C_ACC, C_SCRATCH, C_SCRATCH_MAT,
        NUM_CACHE };
 
@@ -128,10 +131,125 @@ struct mbk_matter {
     int nfed;              /* how many */
     int euler_var;         /* discrete variable (Model): use Euler angles */
     int mass_var;          /* discrete variable (Instance): the State's mass properties (mt_mass_ref) */
+    int *pre, *order, *size; /* preorder position of each body, the body at each position and its
+                              subtree's size: subtree(b) = order[pre[b] .. pre[b] + size[b]) */
+    int nqmax, nds;        /* sums over bodies of nqmax and nqmax * nu (derivative work space) */
+    bool *contig;          /* per body: its subtree is the bodies b .. b + size[b] - 1 */
+    int *lam, *loff;       /* per u: the u it hangs from in the tree (-1: none) and where its
+                              row of the sparse factor M = L^T D L starts */
+    int nl;                /* entries of L (the sum over u of their depth in u) */
+    int *lanc;             /* per entry of L: the u it multiplies (row k holds k's u above it) */
+    int *ldoff, *ldrow, *ldpos; /* L by columns: for each u i from ldoff[i] to ldoff[i + 1], the
+                              u below it (ldrow) and where their entry for i sits in L (ldpos) */
+    bool ltdl;             /* factor M sparsely for the derivatives' M^-1 (nl small enough) */
     const mt_constraint_hooks *con_hooks; /* installed by the constraint code; NULL: none */
     void *con;             /* the constraint code's data (its ct_set), owned through con_hooks */
     int cache[NUM_CACHE];  /* cache entry indices (allocated at Topology) */
 };
+
+/* ------------------------------------------------------------------ */
+/* Derivatives (matter_derivatives.c)                                   */
+/* ------------------------------------------------------------------ */
+
+/* Everything below is in Ground, at Ground's origin (Pluecker coordinates), where
+   spatial vectors of different bodies add without shifting: S the columns of H,
+   v, a the body velocities and accelerations, forces with moments about the origin. */
+
+/* Per body. */
+typedef struct mt_dbody {
+    mbk_spatial_vec v;   /* velocity */
+    mbk_spatial_vec a;   /* acceleration, minus the gravity field */
+    mbk_spatial_vec F;   /* subtree sum of Y a + v x* Y v */
+    mbk_spatial_vec Phi; /* subtree sum of the applied forces held fixed (geometric term) */
+    mt_composite Yc;     /* subtree inertia */
+    /* The subtree sum Bc of B, B w = Y (w x v) + w x* (Y v) + v x* (Y w), which is
+       [[Bs - [hn x], 0], [-2 [hf x], 0]] with Bs symmetric and (hn, hf) = Y v: */
+    mt_sym3 Bs;          /* its symmetric part, summed */
+    mbk_spatial_vec hc;  /* the subtree's momentum Y v, summed */
+} mt_dbody;
+
+/* Per derivative column of q (by matter q index). */
+typedef struct mt_dcol {
+    mbk_spatial_vec T;     /* the twist of the subtree per unit q */
+    mbk_spatial_vec w;     /* the subtree's extra velocity (dv_i = T x v_i + w) */
+    mbk_spatial_vec alpha; /* its extra acceleration (da_i = T x a_i + alpha + w x v_i) */
+} mt_dcol;
+
+/* Per u: a u column has T = 0 and w = S, the column of H. */
+typedef struct mt_ducol {
+    mbk_spatial_vec T;     /* S (named T so that rows read S_r as ucol[r].T) */
+    mbk_spatial_vec alpha;
+} mt_ducol;
+
+/* Per u: Yc_i S and Bc_i^T S (whose linear part is zero). */
+typedef struct mt_drow {
+    mbk_spatial_vec YcS;
+    mbk_vec3 BtS;
+} mt_drow;
+
+/* The scratch vectors of the derivative work space, by use. */
+enum { MT_V_Q0, MT_V_U0, MT_V_VAL, MT_V_ACC, MT_V_UFREE, MT_V_TAU, MT_V_TAU2, MT_DWS_NVEC };
+
+/* The sweep's column arrays: per q column alpha (6), w's angular part (3), g (6),
+   T (6); per u column alpha (6), S's angular part (3), g (6). */
+enum { MT_QS = 21, MT_US = 15 };
+
+/* Views of the derivative work space (C_SCRATCH_MAT). */
+typedef struct mt_dws {
+    mt_dbody *body;        /* nb */
+    mt_dcol *qcol;         /* nqmax (by matter q index) */
+    mt_ducol *ucol;        /* nu */
+    mt_drow *row;          /* nu */
+    mbk_spatial_vec *dS;   /* nds: body b's dS/dq_k column j at bodies[b].ds0 + k nu + j */
+    mbk_spatial_vec *sp;   /* 2 nb spatial vectors of scratch */
+    double *qs, *us;       /* the sweep's columns by components: MT_QS arrays of nqmax + 1,
+                              MT_US of nu + 1 (see mt_deriv_sweep); they share memory with
+                              sp and vec, so those hold nothing across a sweep */
+    size_t qstride, ustride;
+    double *vec;           /* MT_DWS_NVEC vectors of vlen doubles for callers */
+    int vlen;
+    int numeric;           /* bodies whose mobilizer was differentiated numerically */
+    bool with_velocity;
+} mt_dws;
+
+/* An element's forces and their derivatives, on at most two bodies: the force on
+   body b at Ground's origin, F0_b, and its derivatives with respect to a small
+   displacement (twist at Ground's origin, angular first) of body c at fixed body
+   velocities, K[b][c], and to body c's velocity, D[b][c] (6 x 6, row-major). */
+typedef struct mt_pair_jac {
+    int n;                  /* 1 or 2 */
+    int body[2];
+    mbk_spatial_vec F0[2];
+    double K[2][2][6][6];
+    double D[2][2][6][6];
+    bool has_K, has_D;
+} mt_pair_jac;
+
+mt_dws mt_dws_of(const mbk_matter *m, const mbk_state *s);
+/* Kinematics and inertia sums for the derivative sweeps at the State (Velocity),
+   with known udot (NULL: zero), a uniform gravity field g and (with_velocity false)
+   velocities taken as zero. Phi is zeroed. MBK_OK or the failure of a custom
+   mobilizer's calc_derivatives op. */
+int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, mbk_vec3 g, bool with_velocity);
+/* After setup: ADD scale * the derivatives of M udot + C - J^T (F_gravity + Phi)
+   (Phi: the forces given to mt_deriv_add_phi, held fixed in Ground) to dr_dq
+   (nu x nq, row stride ldq) and dr_du (nu x nu, row stride ldu); either may be NULL. */
+void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, double *dr_dq, int ldq,
+                    double *dr_du, int ldu);
+/* After setup: add a force (at Ground's origin) on a body to Phi. */
+void mt_deriv_add_phi(const mbk_matter *m, const mbk_state *s, int body, mbk_spatial_vec F0);
+/* After setup: ADD scale * the mobility-space Jacobians of an element's body forces
+   (without the geometric part, which Phi carries) to df_dq and df_du. */
+void mt_deriv_add_pair(const mbk_matter *m, const mbk_state *s, const mt_pair_jac *J, double scale,
+                       double *df_dq, int ldq, double *df_du, int ldu);
+/* After setup: X <- scale M^-1 X for the n1 columns of X1 (row stride ld1) and the n2
+   of X2 (ld2), either may be NULL: the sparse L^T D L factor of M formed from the
+   setup's composite inertias and applied row by row (or, for deep trees where the
+   factor would not be O(n), the articulated-body solve column by column). */
+void mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1, double *X2,
+                    int ld2, int n2);
+/* Byte size of the derivative work space. */
+size_t mt_dws_bytes(const mbk_matter *m);
 
 /* ------------------------------------------------------------------ */
 /* Cache access                                                         */
@@ -233,6 +351,11 @@ bool mt_mobilizer_is_pin(const mbk_mobilizer *mob);
 /* Whether a mobilizer is a built-in whose first four q are a quaternion (Ball, Free)
    when Euler angles are off. */
 bool mt_mobilizer_has_quaternion(const mbk_mobilizer *mob);
+
+/* Whether a function-based mobilizer's functions all have third derivatives. */
+bool mt_fb_has_third_derivatives(const void *impl);
+/* Whether a mobilizer's calc_derivatives op is there and exact (no finite differences). */
+bool mt_mobilizer_derivatives_exact(const mbk_mobilizer *mob);
 
 /* Add a matter subsystem to sys; returns its index. */
 int mt_add_matter(mbk_system *sys);

@@ -45,6 +45,7 @@
 #include "mbk/alloc.h"
 #include "mbk/mobilizer.h"
 #include "mbk/status.h"
+#include "matter_impl.h"
 
 enum { FB_NF = 6, FB_MAX_NQ = 6 };
 
@@ -319,6 +320,176 @@ static int fb_fit_X(const void *impl, bool euler, const mbk_transform *target, d
     return 0;
 }
 
+/* ---- derivatives ----------------------------------------------------------- */
+
+static double partial3(const fb_impl *fb, int i, int j, int l, int n, const double *x)
+{
+    const int comp[3] = {j, l, n};
+    return fb->fn[i].ops->derivative(fb->fn[i].impl, comp, 3, x);
+}
+
+/* Whether every function has third derivatives (d(HDot u)/dq is then analytic). */
+bool mt_fb_has_third_derivatives(const void *impl)
+{
+    const fb_impl *fb = impl;
+    for (int i = 0; i < FB_NF; ++i)
+        if (fb->fn[i].ops->max_derivative_order < 3 && fb->n_args[i] > 0) return false;
+    return true;
+}
+
+/* The partials of s_i in q: S1[i][k] = ds_i/dq_k, S2[i][k][m], and S3 (when wanted). */
+typedef struct fb_partials {
+    double s[FB_NF];
+    double S1[FB_NF][FB_MAX_NQ];
+    double S2[FB_NF][FB_MAX_NQ][FB_MAX_NQ];
+} fb_partials;
+
+static void fb_all_partials(const fb_impl *fb, const double *q, fb_partials *P)
+{
+    double x[FB_MAX_NQ];
+    memset(P, 0, sizeof *P);
+    for (int i = 0; i < FB_NF; ++i) {
+        const int *id = fb->idx[i];
+        int n = fb->n_args[i];
+        gather(fb, i, q, x);
+        P->s[i] = value_of(fb, i, x);
+        for (int j = 0; j < n; ++j) {
+            P->S1[i][id[j]] = partial1(fb, i, j, x);
+            for (int l = 0; l < n; ++l) P->S2[i][id[j]][id[l]] = partial2(fb, i, j, l, x);
+        }
+    }
+}
+
+/* sum_{k,n} d3 s_i / dq_k dq_n dq_m u_k u_n for function i. */
+static double fb_third_uu(const fb_impl *fb, int i, int m, const double *q, const double *u)
+{
+    double x[FB_MAX_NQ], t = 0.0;
+    const int *id = fb->idx[i];
+    int n = fb->n_args[i], jm = -1;
+    for (int j = 0; j < n; ++j)
+        if (id[j] == m) jm = j;
+    if (jm < 0) return 0.0;
+    gather(fb, i, q, x);
+    for (int j = 0; j < n; ++j)
+        for (int l = 0; l < n; ++l) t += partial3(fb, i, j, l, jm, x) * u[id[j]] * u[id[l]];
+    return t;
+}
+
+/* X_FM, H and HDot u differentiated through the functions' first, second and third
+   partials (rotation axes e_i in F as in the notes at the top):
+     dR/dq_m = [w_m x] R with w_m = sum_{i<3} ds_i/dq_m e_i,
+     de1/dq_m = ds0/dq_m (e0 x e1),  de2/dq_m = (ds0/dq_m e0 + ds1/dq_m e1) x e2,
+   and the products in HDot u differentiated term by term. Without third
+   derivatives, d(HDot u)/dq is taken by central differences (numeric = 1). */
+static int fb_derivs(const void *impl, bool euler, const double *q, const double *u, mbk_mobilizer_derivatives *d)
+{
+    const fb_impl *fb = impl;
+    int nq = fb->nq;
+    static const double zero[FB_MAX_NQ] = {0};
+    const double *w = u ? u : zero;
+    fb_partials P;
+    fb_all_partials(fb, q, &P);
+    mbk_vec3 e[3];
+    mbk_mat33 R2;
+    rotation_axes(fb, P.s[0], P.s[1], e, &R2);
+    mbk_mat33 R = mbk_mat33_mul(R2, rot_about(fb->axis[2], P.s[2]));
+    /* derivatives of the axes along q_m */
+    mbk_vec3 de[3][FB_MAX_NQ];
+    for (int m = 0; m < nq; ++m) {
+        de[0][m] = mbk_vec3_zero();
+        de[1][m] = mbk_vec3_scale(mbk_vec3_cross(e[0], e[1]), P.S1[0][m]);
+        de[2][m] = mbk_vec3_cross(mbk_vec3_add(mbk_vec3_scale(e[0], P.S1[0][m]), mbk_vec3_scale(e[1], P.S1[1][m])), e[2]);
+    }
+    for (int m = 0; m < nq; ++m) {
+        mbk_vec3 wm = mbk_vec3_zero(), dp = mbk_vec3_zero();
+        for (int i = 0; i < 3; ++i) wm = mbk_vec3_add(wm, mbk_vec3_scale(e[i], P.S1[i][m]));
+        for (int i = 3; i < FB_NF; ++i) dp = mbk_vec3_add(dp, mbk_vec3_scale(fb->axis[i], P.S1[i][m]));
+        d->dR[m] = mbk_mat33_mul(mbk_mat33_skew(wm), R);
+        d->dp[m] = dp;
+        for (int k = 0; k < nq; ++k) { /* d H_k / d q_m */
+            mbk_spatial_vec h = mbk_spatial_vec_zero();
+            for (int i = 0; i < 3; ++i)
+                h.w = mbk_vec3_add(h.w, mbk_vec3_add(mbk_vec3_scale(e[i], P.S2[i][k][m]),
+                                                     mbk_vec3_scale(de[i][m], P.S1[i][k])));
+            for (int i = 3; i < FB_NF; ++i) h.v = mbk_vec3_add(h.v, mbk_vec3_scale(fb->axis[i], P.S2[i][k][m]));
+            d->dH[m][k] = h;
+        }
+        for (int i = 0; i < nq; ++i) d->dqdot_dq[i][m] = 0.0;
+    }
+    /* rates: sdot_i = S1_i . u, sdd_i = u^T S2_i u, and (S2_i u) */
+    double sdot[FB_NF], sdd[FB_NF], S2u[FB_NF][FB_MAX_NQ];
+    for (int i = 0; i < FB_NF; ++i) {
+        sdot[i] = sdd[i] = 0.0;
+        for (int k = 0; k < nq; ++k) {
+            sdot[i] += P.S1[i][k] * w[k];
+            S2u[i][k] = 0.0;
+            for (int l = 0; l < nq; ++l) S2u[i][k] += P.S2[i][k][l] * w[l];
+            sdd[i] += S2u[i][k] * w[k];
+        }
+    }
+    mbk_vec3 w1 = mbk_vec3_scale(e[0], sdot[0]);
+    mbk_vec3 w2 = mbk_vec3_add(w1, mbk_vec3_scale(e[1], sdot[1]));
+    mbk_vec3 e01 = mbk_vec3_cross(e[0], e[1]), w2e2 = mbk_vec3_cross(w2, e[2]);
+    /* a = sum_{i<3} sdd_i e_i + sdot1 sdot0 (e0 x e1) + sdot2 (w2 x e2);  v = sum sdd_i a_i */
+    for (int m = 0; m < nq; ++m) { /* d/du_m */
+        double ds[FB_NF], dsd[FB_NF];
+        for (int i = 0; i < FB_NF; ++i) {
+            ds[i] = P.S1[i][m];
+            dsd[i] = 2.0 * S2u[i][m];
+        }
+        mbk_vec3 a = mbk_vec3_scale(e01, ds[1] * sdot[0] + sdot[1] * ds[0]);
+        a = mbk_vec3_add(a, mbk_vec3_scale(w2e2, ds[2]));
+        mbk_vec3 dw2 = mbk_vec3_add(mbk_vec3_scale(e[0], ds[0]), mbk_vec3_scale(e[1], ds[1]));
+        a = mbk_vec3_add(a, mbk_vec3_scale(mbk_vec3_cross(dw2, e[2]), sdot[2]));
+        for (int i = 0; i < 3; ++i) a = mbk_vec3_add(a, mbk_vec3_scale(e[i], dsd[i]));
+        mbk_vec3 v = mbk_vec3_zero();
+        for (int i = 3; i < FB_NF; ++i) v = mbk_vec3_add(v, mbk_vec3_scale(fb->axis[i], dsd[i]));
+        d->dHdot_u_du[m] = mbk_spatial_vec_make(a, v);
+    }
+    if (!mt_fb_has_third_derivatives(impl)) {
+        /* central differences of HDot u in q, Richardson extrapolated */
+        for (int m = 0; m < nq; ++m) {
+            double qp[FB_MAX_NQ], h0 = 1e-3 * fmax(1.0, fabs(q[m]));
+            mbk_spatial_vec D[2];
+            for (int r = 0; r < 2; ++r) {
+                double h = r ? 0.5 * h0 : h0;
+                mbk_spatial_vec fp, fm;
+                memcpy(qp, q, (size_t)nq * sizeof *qp);
+                qp[m] = q[m] + h;
+                fb_Hdot_u(impl, euler, qp, w, &fp);
+                qp[m] = q[m] - h;
+                fb_Hdot_u(impl, euler, qp, w, &fm);
+                D[r] = mbk_spatial_vec_scale(mbk_spatial_vec_sub(fp, fm), 0.5 / h);
+            }
+            d->dHdot_u_dq[m] = mbk_spatial_vec_sub(mbk_spatial_vec_scale(D[1], 4.0 / 3.0),
+                                                   mbk_spatial_vec_scale(D[0], 1.0 / 3.0));
+        }
+        d->numeric = 1;
+        return 0;
+    }
+    for (int m = 0; m < nq; ++m) { /* d/dq_m */
+        double dsdot[FB_NF], dsdd[FB_NF];
+        for (int i = 0; i < FB_NF; ++i) {
+            dsdot[i] = S2u[i][m];
+            dsdd[i] = fb_third_uu(fb, i, m, q, w);
+        }
+        mbk_vec3 a = mbk_vec3_zero();
+        for (int i = 0; i < 3; ++i)
+            a = mbk_vec3_add(a, mbk_vec3_add(mbk_vec3_scale(e[i], dsdd[i]), mbk_vec3_scale(de[i][m], sdd[i])));
+        a = mbk_vec3_add(a, mbk_vec3_scale(e01, dsdot[1] * sdot[0] + sdot[1] * dsdot[0]));
+        a = mbk_vec3_add(a, mbk_vec3_scale(mbk_vec3_cross(e[0], de[1][m]), sdot[1] * sdot[0]));
+        a = mbk_vec3_add(a, mbk_vec3_scale(w2e2, dsdot[2]));
+        mbk_vec3 dw2 = mbk_vec3_add(mbk_vec3_add(mbk_vec3_scale(e[0], dsdot[0]), mbk_vec3_scale(e[1], dsdot[1])),
+                                    mbk_vec3_scale(de[1][m], sdot[1]));
+        a = mbk_vec3_add(a, mbk_vec3_scale(mbk_vec3_add(mbk_vec3_cross(dw2, e[2]), mbk_vec3_cross(w2, de[2][m])),
+                                           sdot[2]));
+        mbk_vec3 v = mbk_vec3_zero();
+        for (int i = 3; i < FB_NF; ++i) v = mbk_vec3_add(v, mbk_vec3_scale(fb->axis[i], dsdd[i]));
+        d->dHdot_u_dq[m] = mbk_spatial_vec_make(a, v);
+    }
+    return 0;
+}
+
 /* ---- ops tables, one per nq (nu = nq; qdot = u, so N, NDot are identities) --- */
 
 static void fb_destroy(void *impl)
@@ -332,7 +503,7 @@ static void fb_destroy(void *impl)
 #define FB_OPS(N)                                                                          \
     {.name = "FunctionBased", .nu = (N), .nq = (N), .calc_X_FM = fb_X, .calc_H_FM = fb_H, \
      .calc_Hdot_u = fb_Hdot_u, .set_q_to_fit_transform = fb_fit_X,                         \
-     .set_u_to_fit_velocity = fb_fit_V, .destroy = fb_destroy}
+     .set_u_to_fit_velocity = fb_fit_V, .destroy = fb_destroy, .calc_derivatives = fb_derivs}
 
 static const mbk_mobilizer_ops fb_ops[FB_MAX_NQ] = {FB_OPS(1), FB_OPS(2), FB_OPS(3),
                                                     FB_OPS(4), FB_OPS(5), FB_OPS(6)};
@@ -461,4 +632,11 @@ mbk_mobilizer mbk_mobilizer_function_based(int nq, const mbk_function fns[6],
     }
     mbk_mobilizer m = {&fb_ops[nq - 1], fb};
     return m;
+}
+
+bool mt_mobilizer_derivatives_exact(const mbk_mobilizer *mob)
+{
+    if (!mob->ops->calc_derivatives) return false;
+    if (mob->ops >= fb_ops && mob->ops < fb_ops + FB_MAX_NQ) return mt_fb_has_third_derivatives(mob->impl);
+    return true;
 }

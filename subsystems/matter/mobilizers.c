@@ -94,6 +94,47 @@ static void rot_fit(bool euler, const mbk_mat33 *R, double *q)
     q[3] = n.z;
 }
 
+/* Derivatives of the rotation part (q[0..rot_nq)) for the given angular velocity w:
+   dR/dq_k and d qdot_i / dq_k of the rotation coordinates, written at q index 0.
+   Quaternions: R(q / |q|), qdot = (0, w) * qhat / 2, differentiated through the
+   normalization: d qhat / d q_k = (e_k - qhat qhat_k) / |q|. */
+static void rot_derivs(bool euler, const double *q, const double *w, mbk_mobilizer_derivatives *d)
+{
+    if (euler) {
+        euler_rotation_derivs(q, 3, 0, d);
+        /* qdot = W^-1 w: d/dq_k = -W^-1 dW_k W^-1 w */
+        mbk_mat33 Wi = mbk_mat33_inverse(euler_W(q)), dW[3];
+        euler_dW(q, dW);
+        mbk_vec3 qd = mbk_mat33_mul_vec(Wi, vec3_of(w));
+        for (int k = 0; k < 3; ++k) {
+            mbk_vec3 c = mbk_vec3_neg(mbk_mat33_mul_vec(Wi, mbk_mat33_mul_vec(dW[k], qd)));
+            d->dqdot_dq[0][k] = c.x;
+            d->dqdot_dq[1][k] = c.y;
+            d->dqdot_dq[2][k] = c.z;
+        }
+        return;
+    }
+    mbk_quat raw = mbk_quat_make(q[0], q[1], q[2], q[3]);
+    double n = mbk_norm_from_squares(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3], q[0], q[1], q[2], q[3]);
+    mbk_quat qh = mbk_quat_normalize(raw);
+    mbk_mat33 R = mbk_quat_to_mat33(qh);
+    const double qv[4] = {qh.w, qh.x, qh.y, qh.z};
+    mbk_quat W = mbk_quat_make(0, w[0], w[1], w[2]);
+    for (int k = 0; k < 4; ++k) {
+        double e[4];
+        for (int i = 0; i < 4; ++i) e[i] = ((i == k) - qv[i] * qv[k]) / n;
+        mbk_quat dq = mbk_quat_make(e[0], e[1], e[2], e[3]);
+        /* the rotation it makes: dR = [omega x] R with (0, omega) = 2 dq * qhat^* */
+        mbk_quat o = mbk_quat_mul(dq, mbk_quat_conj(qh));
+        d->dR[k] = mbk_mat33_mul(mbk_mat33_skew(mbk_vec3_make(2 * o.x, 2 * o.y, 2 * o.z)), R);
+        mbk_quat t = mbk_quat_mul(W, dq);
+        d->dqdot_dq[0][k] = 0.5 * t.w;
+        d->dqdot_dq[1][k] = 0.5 * t.x;
+        d->dqdot_dq[2][k] = 0.5 * t.y;
+        d->dqdot_dq[3][k] = 0.5 * t.z;
+    }
+}
+
 /* ---- Weld ---------------------------------------------------------------- */
 
 static void weld_X(const void *impl, bool euler, const double *q, mbk_transform *X)
@@ -102,7 +143,14 @@ static void weld_X(const void *impl, bool euler, const double *q, mbk_transform 
     *X = mbk_transform_identity();
 }
 
-static const mbk_mobilizer_ops weld_ops = {.name = "Weld", .nu = 0, .nq = 0, .calc_X_FM = weld_X};
+static int weld_derivs(const void *impl, bool euler, const double *q, const double *u, mbk_mobilizer_derivatives *d)
+{
+    (void)impl; (void)euler; (void)q; (void)u; (void)d;
+    return 0;
+}
+
+static const mbk_mobilizer_ops weld_ops = {.name = "Weld", .nu = 0, .nq = 0, .calc_X_FM = weld_X,
+                                           .calc_derivatives = weld_derivs};
 
 /* ---- Pin: rotation about z ----------------------------------------------- */
 
@@ -135,9 +183,26 @@ static int pin_fit_V(const void *impl, bool euler, const double *q, const mbk_sp
     return 0;
 }
 
+/* dRz/dq for the rotation by q about z. */
+static mbk_mat33 dRz(double q)
+{
+    double c = cos(q), sn = sin(q);
+    mbk_mat33 D = {{{-sn, -c, 0}, {c, -sn, 0}, {0, 0, 0}}};
+    return D;
+}
+
+static int pin_derivs(const void *impl, bool euler, const double *q, const double *u, mbk_mobilizer_derivatives *d)
+{
+    (void)impl; (void)euler; (void)u;
+    deriv_clear(d, 1, 1);
+    d->dR[0] = dRz(q[0]);
+    return 0;
+}
+
 static const mbk_mobilizer_ops pin_ops = {
     .name = "Pin", .nu = 1, .nq = 1, .calc_X_FM = pin_X, .calc_H_FM = pin_H,
-    .set_q_to_fit_transform = pin_fit_X, .set_u_to_fit_velocity = pin_fit_V};
+    .set_q_to_fit_transform = pin_fit_X, .set_u_to_fit_velocity = pin_fit_V,
+    .calc_derivatives = pin_derivs};
 
 /* ---- Slider: translation along x ----------------------------------------- */
 
@@ -167,9 +232,19 @@ static int slider_fit_V(const void *impl, bool euler, const double *q, const mbk
     return 0;
 }
 
+static int slider_derivs(const void *impl, bool euler, const double *q, const double *u,
+                         mbk_mobilizer_derivatives *d)
+{
+    (void)impl; (void)euler; (void)q; (void)u;
+    deriv_clear(d, 1, 1);
+    d->dp[0] = mbk_vec3_make(1, 0, 0);
+    return 0;
+}
+
 static const mbk_mobilizer_ops slider_ops = {
     .name = "Slider", .nu = 1, .nq = 1, .calc_X_FM = slider_X, .calc_H_FM = slider_H,
-    .set_q_to_fit_transform = slider_fit_X, .set_u_to_fit_velocity = slider_fit_V};
+    .set_q_to_fit_transform = slider_fit_X, .set_u_to_fit_velocity = slider_fit_V,
+    .calc_derivatives = slider_derivs};
 
 /* ---- Translation: p_FM = q ----------------------------------------------- */
 
@@ -199,9 +274,21 @@ static int translation_fit_V(const void *impl, bool euler, const double *q, cons
     return 0;
 }
 
+static int translation_derivs(const void *impl, bool euler, const double *q, const double *u,
+                              mbk_mobilizer_derivatives *d)
+{
+    (void)impl; (void)euler; (void)q; (void)u;
+    deriv_clear(d, 3, 3);
+    d->dp[0] = mbk_vec3_make(1, 0, 0);
+    d->dp[1] = mbk_vec3_make(0, 1, 0);
+    d->dp[2] = mbk_vec3_make(0, 0, 1);
+    return 0;
+}
+
 static const mbk_mobilizer_ops translation_ops = {
     .name = "Translation", .nu = 3, .nq = 3, .calc_X_FM = translation_X, .calc_H_FM = translation_H,
-    .set_q_to_fit_transform = translation_fit_X, .set_u_to_fit_velocity = translation_fit_V};
+    .set_q_to_fit_transform = translation_fit_X, .set_u_to_fit_velocity = translation_fit_V,
+    .calc_derivatives = translation_derivs};
 
 /* ---- Ball: rotation, u = w_FM in F ---------------------------------------- */
 
@@ -257,7 +344,18 @@ static int ball_fit_V(const void *impl, bool euler, const double *q, const mbk_s
     return 0;
 }
 
+static const double zero3[3] = {0, 0, 0};
+
+static int ball_derivs(const void *impl, bool euler, const double *q, const double *u, mbk_mobilizer_derivatives *d)
+{
+    (void)impl;
+    deriv_clear(d, rot_nq(euler), 3);
+    rot_derivs(euler, q, u ? u : zero3, d);
+    return 0;
+}
+
 static const mbk_mobilizer_ops ball_ops = {
+    .calc_derivatives = ball_derivs,
     .name = "Ball", .nu = 3, .get_nq = ball_nq, .default_q = ball_default, .calc_X_FM = ball_X,
     .calc_H_FM = ball_H, .calc_qdot = ball_qdot, .calc_qdotdot = ball_qdotdot,
     .calc_u_from_qdot = ball_u_from_qdot, .normalize_q = ball_normalize,
@@ -326,7 +424,20 @@ static int free_fit_V(const void *impl, bool euler, const double *q, const mbk_s
     return 0;
 }
 
+static int free_derivs(const void *impl, bool euler, const double *q, const double *u, mbk_mobilizer_derivatives *d)
+{
+    (void)impl;
+    int nr = rot_nq(euler);
+    deriv_clear(d, nr + 3, 6);
+    rot_derivs(euler, q, u ? u : zero3, d);
+    d->dp[nr] = mbk_vec3_make(1, 0, 0);
+    d->dp[nr + 1] = mbk_vec3_make(0, 1, 0);
+    d->dp[nr + 2] = mbk_vec3_make(0, 0, 1);
+    return 0;
+}
+
 static const mbk_mobilizer_ops free_ops = {
+    .calc_derivatives = free_derivs,
     .name = "Free", .nu = 6, .get_nq = free_nq, .default_q = free_default, .calc_X_FM = free_X,
     .calc_H_FM = free_H, .calc_qdot = free_qdot, .calc_qdotdot = free_qdotdot,
     .calc_u_from_qdot = free_u_from_qdot, .normalize_q = ball_normalize,

@@ -49,6 +49,35 @@ static int angle_rates_fit(const char *who, const double *q, mbk_vec3 w, double 
     return 0;
 }
 
+/* dRz/dq for the rotation by q about z. */
+static mbk_mat33 dRz(double q)
+{
+    double c = cos(q), sn = sin(q);
+    mbk_mat33 D = {{{-sn, -c, 0}, {c, -sn, 0}, {0, 0, 0}}};
+    return D;
+}
+
+/* Derivatives of n body-fixed XYZ angles q[0..n) with u their rates (u = qdot):
+   dR, dH of the angular columns, HDot u and its derivatives (Universal, Gimbal,
+   Bushing; written at q and u index 0). */
+static void angle_derivs(const double *q, const double *u, int n, mbk_mobilizer_derivatives *d)
+{
+    static const double zero[3] = {0, 0, 0};
+    const double *w = u ? u : zero;
+    double a[3] = {q[0], q[1], n > 2 ? q[2] : 0.0};
+    mbk_mat33 dW[3];
+    euler_rotation_derivs(a, n, 0, d);
+    euler_dW(a, dW);
+    for (int k = 0; k < n; ++k)
+        for (int j = 0; j < n; ++j) d->dH[k][j] = mbk_spatial_vec_make(mbk_mat33_column(dW[k], j), mbk_vec3_zero());
+    mbk_vec3 du[3], dq[3];
+    euler_hdot(q, w, n, du, dq);
+    for (int k = 0; k < n; ++k) {
+        d->dHdot_u_dq[k] = mbk_spatial_vec_make(dq[k], mbk_vec3_zero());
+        d->dHdot_u_du[k] = mbk_spatial_vec_make(du[k], mbk_vec3_zero());
+    }
+}
+
 /* ---- Screw: rotation q about z, translation pitch*q along z -------------- */
 
 typedef struct screw_impl { double pitch; } screw_impl;
@@ -86,10 +115,20 @@ static int screw_fit_V(const void *impl, bool euler, const double *q, const mbk_
 
 static void screw_destroy(void *impl) { mbk_free(impl); }
 
+static int screw_derivs(const void *impl, bool euler, const double *q, const double *u,
+                        mbk_mobilizer_derivatives *d)
+{
+    (void)euler; (void)u;
+    deriv_clear(d, 1, 1);
+    d->dR[0] = dRz(q[0]);
+    d->dp[0] = mbk_vec3_make(0, 0, pitch_of(impl));
+    return 0;
+}
+
 static const mbk_mobilizer_ops screw_ops = {
     .name = "Screw", .nu = 1, .nq = 1, .calc_X_FM = screw_X, .calc_H_FM = screw_H,
     .set_q_to_fit_transform = screw_fit_X, .set_u_to_fit_velocity = screw_fit_V,
-    .destroy = screw_destroy};
+    .destroy = screw_destroy, .calc_derivatives = screw_derivs};
 
 /* ---- Universal: R_x(q0) then R_y(q1) about the new y --------------------- */
 
@@ -133,10 +172,19 @@ static int universal_fit_V(const void *impl, bool euler, const double *q, const 
     return 0;
 }
 
+static int universal_derivs(const void *impl, bool euler, const double *q, const double *u,
+                            mbk_mobilizer_derivatives *d)
+{
+    (void)impl; (void)euler;
+    deriv_clear(d, 2, 2);
+    angle_derivs(q, u, 2, d);
+    return 0;
+}
+
 static const mbk_mobilizer_ops universal_ops = {
     .name = "Universal", .nu = 2, .nq = 2, .calc_X_FM = universal_X, .calc_H_FM = universal_H,
     .calc_Hdot_u = universal_Hdot_u, .set_q_to_fit_transform = universal_fit_X,
-    .set_u_to_fit_velocity = universal_fit_V};
+    .set_u_to_fit_velocity = universal_fit_V, .calc_derivatives = universal_derivs};
 
 /* ---- Cylinder: rotation q0 about z, translation q1 along z ---------------- */
 
@@ -169,9 +217,20 @@ static int cylinder_fit_V(const void *impl, bool euler, const double *q, const m
     return 0;
 }
 
+static int cylinder_derivs(const void *impl, bool euler, const double *q, const double *u,
+                           mbk_mobilizer_derivatives *d)
+{
+    (void)impl; (void)euler; (void)u;
+    deriv_clear(d, 2, 2);
+    d->dR[0] = dRz(q[0]);
+    d->dp[1] = z_axis;
+    return 0;
+}
+
 static const mbk_mobilizer_ops cylinder_ops = {
     .name = "Cylinder", .nu = 2, .nq = 2, .calc_X_FM = cylinder_X, .calc_H_FM = cylinder_H,
-    .set_q_to_fit_transform = cylinder_fit_X, .set_u_to_fit_velocity = cylinder_fit_V};
+    .set_q_to_fit_transform = cylinder_fit_X, .set_u_to_fit_velocity = cylinder_fit_V,
+    .calc_derivatives = cylinder_derivs};
 
 /* ---- Planar: rotation q0 about z, translation (q1, q2) along F's x, y ----- */
 
@@ -206,9 +265,21 @@ static int planar_fit_V(const void *impl, bool euler, const double *q, const mbk
     return 0;
 }
 
+static int planar_derivs(const void *impl, bool euler, const double *q, const double *u,
+                         mbk_mobilizer_derivatives *d)
+{
+    (void)impl; (void)euler; (void)u;
+    deriv_clear(d, 3, 3);
+    d->dR[0] = dRz(q[0]);
+    d->dp[1] = mbk_vec3_make(1, 0, 0);
+    d->dp[2] = mbk_vec3_make(0, 1, 0);
+    return 0;
+}
+
 static const mbk_mobilizer_ops planar_ops = {
     .name = "Planar", .nu = 3, .nq = 3, .calc_X_FM = planar_X, .calc_H_FM = planar_H,
-    .set_q_to_fit_transform = planar_fit_X, .set_u_to_fit_velocity = planar_fit_V};
+    .set_q_to_fit_transform = planar_fit_X, .set_u_to_fit_velocity = planar_fit_V,
+    .calc_derivatives = planar_derivs};
 
 /* ---- Gimbal: body-fixed XYZ angles, u = angle rates ----------------------- */
 
@@ -245,10 +316,19 @@ static int gimbal_fit_V(const void *impl, bool euler, const double *q, const mbk
     return angle_rates_fit("Gimbal", q, V->w, u);
 }
 
+static int gimbal_derivs(const void *impl, bool euler, const double *q, const double *u,
+                         mbk_mobilizer_derivatives *d)
+{
+    (void)impl; (void)euler;
+    deriv_clear(d, 3, 3);
+    angle_derivs(q, u, 3, d);
+    return 0;
+}
+
 static const mbk_mobilizer_ops gimbal_ops = {
     .name = "Gimbal", .nu = 3, .nq = 3, .calc_X_FM = gimbal_X, .calc_H_FM = gimbal_H,
     .calc_Hdot_u = gimbal_Hdot_u, .set_q_to_fit_transform = gimbal_fit_X,
-    .set_u_to_fit_velocity = gimbal_fit_V};
+    .set_u_to_fit_velocity = gimbal_fit_V, .calc_derivatives = gimbal_derivs};
 
 /* ---- Bushing: Gimbal angles, then p_FM in F; u = qdot --------------------- */
 
@@ -281,10 +361,22 @@ static int bushing_fit_V(const void *impl, bool euler, const double *q, const mb
     return angle_rates_fit("Bushing", q, V->w, u);
 }
 
+static int bushing_derivs(const void *impl, bool euler, const double *q, const double *u,
+                          mbk_mobilizer_derivatives *d)
+{
+    (void)impl; (void)euler;
+    deriv_clear(d, 6, 6);
+    angle_derivs(q, u, 3, d);
+    d->dp[3] = mbk_vec3_make(1, 0, 0);
+    d->dp[4] = mbk_vec3_make(0, 1, 0);
+    d->dp[5] = mbk_vec3_make(0, 0, 1);
+    return 0;
+}
+
 static const mbk_mobilizer_ops bushing_ops = {
     .name = "Bushing", .nu = 6, .nq = 6, .calc_X_FM = bushing_X, .calc_H_FM = bushing_H,
     .calc_Hdot_u = gimbal_Hdot_u, .set_q_to_fit_transform = bushing_fit_X,
-    .set_u_to_fit_velocity = bushing_fit_V};
+    .set_u_to_fit_velocity = bushing_fit_V, .calc_derivatives = bushing_derivs};
 
 /* ---- constructors --------------------------------------------------------- */
 

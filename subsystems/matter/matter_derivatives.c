@@ -1,0 +1,749 @@
+/* Derivatives of the inverse dynamics, r = M udot + C(q, u) - J^T F, with
+ * respect to q and u: sweeps beside the Newton-Euler recursion they
+ * differentiate (mt_rnea), after Carpentier and Mansard, "Analytical
+ * Derivatives of Rigid Body Dynamics Algorithms" (RSS 2018), generalized to
+ * mobilizers whose H depends on q, whose q are not their u (quaternions) and
+ * whose HDot is not zero. docs/derivatives.md has the derivation; in short:
+ *
+ * Everything is in Ground at Ground's origin (Pluecker coordinates): S_i the
+ * columns of body i's H, v_i and a_i its velocity and acceleration (a_i with
+ * the gravity field subtracted), Y_i its inertia, f_i = Y_i a_i + v_i x* Y_i v_i
+ * and F_i the sum of f over i's subtree, so r_i = S_i^T F_i - (applied).
+ *
+ * Changing coordinate k of joint j moves j's subtree rigidly by the twist T
+ * (X_FM's derivative in F, taken to Ground), changes j's own H by dS and its
+ * velocity-product acceleration by dc. Every body i of the subtree then gets
+ *     dv_i = T x v_i + w,   da_i = T x a_i + alpha + w x v_i,
+ *     w = dS u_j - T x v_j,  alpha = dS udot_j + v_p x dS u_j + dc - T x a_j - w x v_j,
+ * and d f_i = T x* f_i + Y_i alpha + B_i w with B_i w = Y_i (w x v_i) + w x* Y_i v_i
+ * + v_i x* Y_i w. The T terms cancel against dS_i = T x S_i in every row of the
+ * subtree but j's own, which leaves
+ *     dr_i = S_i^T (Yc_i alpha + Bc_i w)               i below j,
+ *     dr_j = S_j^T g + dS^T F_j,  dr_a = S_a^T g         a above j,
+ *     g = T x* F_j + Yc_j alpha + Bc_j w,
+ * with Yc, Bc the subtree sums. A u column is the same with T = 0, dS = 0,
+ * w = S_jl and alpha = v_p x S_jl + dc/du_l - S_jl x v_j. Each column costs a
+ * dot product per row of j's subtree and ancestors: O(n depth) in all. */
+#include <math.h>
+#include <string.h>
+
+#include "mbk/derivatives.h"
+#include "mbk/status.h"
+#include "matter_impl.h"
+
+/* ---- work space ----------------------------------------------------------- */
+
+/* What a setup leaves for the sweeps. */
+typedef struct mt_dhdr {
+    int with_velocity, numeric, has_phi;
+} mt_dhdr;
+
+static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* Byte offsets of the sections (and the total): header, bodies, q columns, u
+   columns, rows, dS, a shared region, the sparse factor. The shared region holds
+   either the sweep's column arrays (qs, us: alive only inside mt_deriv_sweep) or the
+   scratch spatial vectors and vectors (sp, vec: used before the sweep by the numeric
+   pieces and after it by the solve), never both at once. */
+static size_t dws_layout(const mbk_matter *m, size_t off[9], int *vlen)
+{
+    size_t nb = (size_t)m->nb, nu = (size_t)m->nu + 1, nq = (size_t)m->nqmax + 1;
+    *vlen = m->nqmax + m->nu + 1;
+    const size_t scratch = round64(2 * nb * sizeof(mbk_spatial_vec)) + MT_DWS_NVEC * (size_t)*vlen * sizeof(double);
+    const size_t columns = round64(MT_QS * nq * sizeof(double)) + MT_US * nu * sizeof(double);
+    const size_t sizes[8] = {sizeof(mt_dhdr), nb * sizeof(mt_dbody), nq * sizeof(mt_dcol), nu * sizeof(mt_ducol),
+                             nu * sizeof(mt_drow), ((size_t)m->nds + 1) * sizeof(mbk_spatial_vec),
+                             scratch > columns ? scratch : columns,
+                             m->ltdl ? (2 * (size_t)m->nl + nu) * sizeof(double) : 0};
+    size_t o = 0;
+    for (int i = 0; i < 8; ++i) {
+        off[i] = o;
+        o += round64(sizes[i]);
+    }
+    off[8] = o;
+    return o;
+}
+
+size_t mt_dws_bytes(const mbk_matter *m)
+{
+    size_t off[9];
+    int vlen;
+    return dws_layout(m, off, &vlen);
+}
+
+/* The sparse factor's storage: D (nu), then L's rows, then L by columns. */
+static double *dws_factor(const mbk_matter *m, const mbk_state *s)
+{
+    size_t off[9];
+    int vlen;
+    dws_layout(m, off, &vlen);
+    return (double *)((char *)mt_cache(m, s, C_SCRATCH_MAT) + off[7]);
+}
+
+static mt_dhdr *dws_header(const mbk_matter *m, const mbk_state *s) { return mt_cache(m, s, C_SCRATCH_MAT); }
+
+mt_dws mt_dws_of(const mbk_matter *m, const mbk_state *s)
+{
+    size_t off[9];
+    mt_dws w;
+    dws_layout(m, off, &w.vlen);
+    char *b = mt_cache(m, s, C_SCRATCH_MAT);
+    w.body = (mt_dbody *)(b + off[1]);
+    w.qcol = (mt_dcol *)(b + off[2]);
+    w.ucol = (mt_ducol *)(b + off[3]);
+    w.row = (mt_drow *)(b + off[4]);
+    w.dS = (mbk_spatial_vec *)(b + off[5]);
+    w.qstride = (size_t)m->nqmax + 1;
+    w.ustride = (size_t)m->nu + 1;
+    /* the shared region: sp and vec, or qs and us */
+    w.sp = (mbk_spatial_vec *)(b + off[6]);
+    w.vec = (double *)(b + off[6] + round64(2 * (size_t)m->nb * sizeof(mbk_spatial_vec)));
+    w.qs = (double *)(b + off[6]);
+    w.us = (double *)(b + off[6] + round64(MT_QS * w.qstride * sizeof(double)));
+    const mt_dhdr *h = (const mt_dhdr *)b;
+    w.numeric = h->numeric;
+    w.with_velocity = h->with_velocity != 0;
+    return w;
+}
+
+/* ---- small spatial helpers ------------------------------------------------ */
+
+/* A motion given in F at F's origin, in Ground at Ground's origin. */
+static inline mbk_spatial_vec from_F(const mbk_mat33 *R, mbk_vec3 p_F, mbk_spatial_vec V)
+{
+    mbk_vec3 w = mbk_mat33_mul_vec(*R, V.w);
+    return mbk_spatial_vec_make(w, mbk_vec3_sub(mbk_mat33_mul_vec(*R, V.v), mbk_vec3_cross(w, p_F)));
+}
+
+/* A motion at point p (in G) taken to Ground's origin. */
+static inline mbk_spatial_vec motion_at_origin(mbk_spatial_vec V, mbk_vec3 p)
+{
+    return mbk_spatial_vec_make(V.w, mbk_vec3_sub(V.v, mbk_vec3_cross(V.w, p)));
+}
+
+/* M x for a 6 x 6 row-major M and a spatial vector x. */
+static inline mbk_spatial_vec mat6_mul(const double M[6][6], mbk_spatial_vec x)
+{
+    const double v[6] = {x.w.x, x.w.y, x.w.z, x.v.x, x.v.y, x.v.z};
+    double r[6];
+    for (int i = 0; i < 6; ++i)
+        r[i] = M[i][0] * v[0] + M[i][1] * v[1] + M[i][2] * v[2] + M[i][3] * v[3] + M[i][4] * v[4] + M[i][5] * v[5];
+    return mbk_spatial_vec_make(mbk_vec3_make(r[0], r[1], r[2]), mbk_vec3_make(r[3], r[4], r[5]));
+}
+
+/* The axis of the rotation dR R^T (its skew part; exact for a rotation's derivative). */
+static inline mbk_vec3 vee_dR(const mbk_mat33 *dR, const mbk_mat33 *R)
+{
+    mbk_mat33 A = mbk_mat33_mul_transpose(*dR, *R);
+    return mbk_vec3_make(0.5 * (A.m[2][1] - A.m[1][2]), 0.5 * (A.m[0][2] - A.m[2][0]), 0.5 * (A.m[1][0] - A.m[0][1]));
+}
+
+/* The symmetric part of one body's B (see mt_dbody): with v = (w, n), Y = (m, h, I),
+   B w' = Y (w' x v) + w' x* Y v + v x* Y w' works out to
+   [[[w x] I - I [w x] - ([h x][n x] + [n x][h x]) - [hn x], 0], [-2 [hf x], 0]],
+   and [w x] I - I [w x] = M + M^T with M = [w x] I, [h x][n x] + [n x][h x] =
+   h n^T + n h^T - 2 (h . n) 1. */
+static void add_Bs(mt_sym3 *Bs, const mt_composite *Y, mbk_spatial_vec v)
+{
+    const mbk_vec3 w = v.w, n = v.v, h = Y->h;
+    const mbk_mat33 M = mbk_mat33_mul(mbk_mat33_skew(w), mt_sym3_full(&Y->I));
+    const double hn = 2.0 * mbk_vec3_dot(h, n);
+    Bs->xx += 2.0 * M.m[0][0] - 2.0 * h.x * n.x + hn;
+    Bs->yy += 2.0 * M.m[1][1] - 2.0 * h.y * n.y + hn;
+    Bs->zz += 2.0 * M.m[2][2] - 2.0 * h.z * n.z + hn;
+    Bs->xy += M.m[0][1] + M.m[1][0] - h.x * n.y - n.x * h.y;
+    Bs->xz += M.m[0][2] + M.m[2][0] - h.x * n.z - n.x * h.z;
+    Bs->yz += M.m[1][2] + M.m[2][1] - h.y * n.z - n.y * h.z;
+}
+
+/* Bc w for a subtree: (Bs a + a x hn, 2 a x hf) with a = w's angular part. */
+static inline mbk_spatial_vec Bc_mul(const mt_dbody *d, mbk_spatial_vec w)
+{
+    return mbk_spatial_vec_make(mbk_vec3_add(mt_sym3_mul(&d->Bs, w.w), mbk_vec3_cross(w.w, d->hc.w)),
+                                mbk_vec3_scale(mbk_vec3_cross(w.w, d->hc.v), 2.0));
+}
+
+/* The angular part of Bc^T x (its linear part is zero): Bs x1 + hn x x1 + 2 hf x x2. */
+static inline mbk_vec3 Bc_tmul(const mt_dbody *d, mbk_spatial_vec x)
+{
+    return mbk_vec3_add(mbk_vec3_add(mt_sym3_mul(&d->Bs, x.w), mbk_vec3_cross(d->hc.w, x.w)),
+                        mbk_vec3_scale(mbk_vec3_cross(d->hc.v, x.v), 2.0));
+}
+
+static inline void sym3_add(mt_sym3 *a, const mt_sym3 *b)
+{
+    a->xx += b->xx; a->yy += b->yy; a->zz += b->zz;
+    a->xy += b->xy; a->xz += b->xz; a->yz += b->yz;
+}
+
+/* Pc += P (both about Ground's origin). */
+static inline void composite_add(mt_composite *Pc, const mt_composite *P)
+{
+    Pc->m += P->m;
+    Pc->h = mbk_vec3_add(Pc->h, P->h);
+    Pc->I.xx += P->I.xx; Pc->I.yy += P->I.yy; Pc->I.zz += P->I.zz;
+    Pc->I.xy += P->I.xy; Pc->I.xz += P->I.xz; Pc->I.yz += P->I.yz;
+}
+
+/* ---- setup ----------------------------------------------------------------- */
+
+/* One joint's columns in Ground from its mobilizer's derivatives (not a Pin):
+   per q, T, dS (per u) and, in the w and alpha slots, the joint's own parts
+   dS u and dS udot + v_p x dS u + dc (finished by finish_columns); per u, dc/du
+   added to alpha. Returns c, the joint's velocity-product acceleration at
+   Ground's origin (zero without velocities). */
+static int joint_columns(const mbk_matter *m, const mbk_state *s, int i, const mt_dws *ws, const mbk_transform *X_GF,
+                         const double *qraw, const double *qn, int nq, const double *u, const double *udot,
+                         mbk_spatial_vec v_p, bool euler, mbk_spatial_vec *c_out, int *numeric)
+{
+    const mt_body *b = &m->bodies[i];
+    const mbk_mobilizer_ops *o = b->mob.ops;
+    const int nu = b->nu, q0 = qlayout(m, s)[2 * i];
+    const mbk_mat33 *R = &X_GF->R;
+    const mbk_vec3 pF = X_GF->p;
+    mbk_mobilizer_derivatives d;
+    int rc = mbk_mobilizer_calc_derivatives(&b->mob, euler, qraw, u, &d);
+    if (rc < 0) return mbk_set_error(rc, "body %d: %s", i, mbk_last_error());
+    *numeric += d.numeric != 0;
+    mbk_transform X;
+    mbk_spatial_vec H[MBK_MOBILIZER_MAX_U], hd = mbk_spatial_vec_zero();
+    o->calc_X_FM(b->mob.impl, euler, qn, &X);
+    if (nu) o->calc_H_FM(b->mob.impl, euler, qn, H);
+    if (o->calc_Hdot_u && nu) o->calc_Hdot_u(b->mob.impl, euler, qn, u, &hd);
+    const mbk_vec3 p = X.p;
+    /* V_FM at M's origin */
+    mbk_vec3 wFM = mbk_vec3_zero(), vFM = mbk_vec3_zero();
+    for (int l = 0; l < nu; ++l) {
+        wFM = mbk_vec3_add(wFM, mbk_vec3_scale(H[l].w, u[l]));
+        vFM = mbk_vec3_add(vFM, mbk_vec3_scale(H[l].v, u[l]));
+    }
+    /* c in F at F's origin: d/dt (H at F's origin) u */
+    mbk_spatial_vec cF = mbk_spatial_vec_make(
+        hd.w, mbk_vec3_sub(mbk_vec3_sub(hd.v, mbk_vec3_cross(hd.w, p)), mbk_vec3_cross(wFM, vFM)));
+    *c_out = ws->with_velocity ? from_F(R, pF, cF) : mbk_spatial_vec_zero();
+    mbk_spatial_vec *dS = ws->dS + b->ds0;
+    for (int k = 0; k < nq; ++k) {
+        mbk_vec3 om = vee_dR(&d.dR[k], &X.R);
+        mt_dcol *col = &ws->qcol[q0 + k];
+        col->T = from_F(R, pF, mbk_spatial_vec_make(om, mbk_vec3_sub(d.dp[k], mbk_vec3_cross(om, p))));
+        mbk_vec3 dwFM = mbk_vec3_zero(), dvFM = mbk_vec3_zero();
+        mbk_spatial_vec dv = mbk_spatial_vec_zero(), dsud = mbk_spatial_vec_zero();
+        for (int l = 0; l < nu; ++l) {
+            const mbk_spatial_vec *g = &d.dH[k][l];
+            mbk_spatial_vec dHF = mbk_spatial_vec_make(
+                g->w, mbk_vec3_sub(mbk_vec3_sub(g->v, mbk_vec3_cross(g->w, p)), mbk_vec3_cross(H[l].w, d.dp[k])));
+            dS[k * nu + l] = from_F(R, pF, dHF);
+            dv = mbk_spatial_vec_add(dv, mbk_spatial_vec_scale(dS[k * nu + l], u[l]));
+            if (udot) dsud = mbk_spatial_vec_add(dsud, mbk_spatial_vec_scale(dS[k * nu + l], udot[l]));
+            dwFM = mbk_vec3_add(dwFM, mbk_vec3_scale(g->w, u[l]));
+            dvFM = mbk_vec3_add(dvFM, mbk_vec3_scale(g->v, u[l]));
+        }
+        if (!ws->with_velocity) {
+            col->w = mbk_spatial_vec_zero();
+            col->alpha = dsud;
+            continue;
+        }
+        const mbk_spatial_vec *e = &d.dHdot_u_dq[k];
+        mbk_spatial_vec dcF = mbk_spatial_vec_make(
+            e->w, mbk_vec3_sub(mbk_vec3_sub(mbk_vec3_sub(e->v, mbk_vec3_cross(e->w, p)), mbk_vec3_cross(hd.w, d.dp[k])),
+                               mbk_vec3_add(mbk_vec3_cross(dwFM, vFM), mbk_vec3_cross(wFM, dvFM))));
+        col->w = dv;
+        col->alpha = mbk_spatial_vec_add(mbk_spatial_vec_add(dsud, mbk_spatial_cross_motion(v_p, dv)), from_F(R, pF, dcF));
+    }
+    if (!ws->with_velocity) return MBK_OK;
+    for (int l = 0; l < nu; ++l) {
+        const mbk_spatial_vec *e = &d.dHdot_u_du[l];
+        mbk_spatial_vec dcF = mbk_spatial_vec_make(
+            e->w, mbk_vec3_sub(mbk_vec3_sub(mbk_vec3_sub(e->v, mbk_vec3_cross(e->w, p)), mbk_vec3_cross(H[l].w, vFM)),
+                               mbk_vec3_cross(wFM, H[l].v)));
+        mt_ducol *col = &ws->ucol[b->u0 + l];
+        col->alpha = mbk_spatial_vec_add(col->alpha, from_F(R, pF, dcF));
+    }
+    return MBK_OK;
+}
+
+int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, mbk_vec3 g, bool with_velocity)
+{
+    mt_dws ws = mt_dws_of(m, s);
+    ws.with_velocity = with_velocity;
+    const int *lay = qlayout(m, s);
+    const bool euler = layout_euler(m, lay);
+    const double *q = mbk_state_get_subsystem_q(s, m->sub), *u = mbk_state_get_subsystem_u(s, m->sub);
+    const double *qn = mt_cache(m, s, C_QN);
+    const mt_pos *pos = mt_cache(m, s, C_POS);
+    const mbk_spatial_vec *H = mt_cache(m, s, C_H);
+    mt_dbody *db = ws.body;
+    memset(&db[0], 0, sizeof db[0]);
+    db[0].a = mbk_spatial_vec_make(mbk_vec3_zero(), mbk_vec3_neg(g));
+    /* base to tip: velocities, accelerations, columns, forces, B */
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_body *b = &m->bodies[i];
+        const mt_dbody *dp = &db[b->parent];
+        mt_dbody *di = &db[i];
+        const mbk_vec3 pB = pos[i].X_GB.p;
+        const double *ub = u + b->u0, *udb = udot ? udot + b->u0 : NULL;
+        mbk_spatial_vec vrel = mbk_spatial_vec_zero(), arel = mbk_spatial_vec_zero();
+        for (int l = 0; l < b->nu; ++l) {
+            mbk_spatial_vec S = motion_at_origin(H[b->u0 + l], pB);
+            mt_ducol *uc = &ws.ucol[b->u0 + l];
+            uc->T = S;
+            uc->alpha = with_velocity ? mbk_spatial_cross_motion(dp->v, S) : mbk_spatial_vec_zero();
+            vrel = mbk_spatial_vec_add(vrel, mbk_spatial_vec_scale(S, ub[l]));
+            if (udb) arel = mbk_spatial_vec_add(arel, mbk_spatial_vec_scale(S, udb[l]));
+        }
+        /* a_i = a_p + S udot + v_p x S u + c */
+        di->v = with_velocity ? mbk_spatial_vec_add(dp->v, vrel) : mbk_spatial_vec_zero();
+        di->a = mbk_spatial_vec_add(dp->a, arel);
+        if (with_velocity) di->a = mbk_spatial_vec_add(di->a, mbk_spatial_cross_motion(dp->v, vrel));
+        const int q0 = lay[2 * i], nq = lay[2 * i + 1];
+        if (b->pin) { /* T = S, dS = 0, c = 0 */
+            mt_dcol *qc = &ws.qcol[q0];
+            qc->T = ws.ucol[b->u0].T;
+            qc->w = qc->alpha = mbk_spatial_vec_zero();
+        } else if (nq > 0) {
+            mbk_transform X_GF = mbk_transform_compose(pos[b->parent].X_GB, b->X_PF);
+            mbk_spatial_vec c = mbk_spatial_vec_zero();
+            int rc = joint_columns(m, s, i, &ws, &X_GF, q + q0, qn + q0, nq, ub, udb, dp->v, euler, &c, &ws.numeric);
+            if (rc < 0) return rc;
+            di->a = mbk_spatial_vec_add(di->a, c);
+        }
+        /* finish the columns: w = dS u - T x v_i, alpha = (own part) - T x a_i - w x v_i;
+           u columns: alpha = v_p x S + dc/du - S x v_i */
+        for (int k = 0; k < nq; ++k) {
+            mt_dcol *qc = &ws.qcol[q0 + k];
+            if (with_velocity) qc->w = mbk_spatial_vec_sub(qc->w, mbk_spatial_cross_motion(qc->T, di->v));
+            qc->alpha = mbk_spatial_vec_sub(mbk_spatial_vec_sub(qc->alpha, mbk_spatial_cross_motion(qc->T, di->a)),
+                                            mbk_spatial_cross_motion(qc->w, di->v));
+        }
+        for (int l = 0; with_velocity && l < b->nu; ++l) {
+            mt_ducol *uc = &ws.ucol[b->u0 + l];
+            uc->alpha = mbk_spatial_vec_sub(uc->alpha, mbk_spatial_cross_motion(uc->T, di->v));
+        }
+        /* inertia about Ground's origin, forces, B */
+        const double mass = mt_mass_of(m, pos, i); /* the State's own, when it has its own */
+        mt_composite Bi = {mass, mbk_vec3_scale(pos[i].c_G, mass), pos[i].I_G};
+        mt_composite Y = {0, {0, 0, 0}, {0, 0, 0, 0, 0, 0}};
+        mt_composite_add_shifted(&Y, &Bi, pB);
+        di->Yc = Y;
+        mbk_spatial_vec h = mt_composite_mul(&Y, &di->v);
+        di->F = mbk_spatial_vec_add(mt_composite_mul(&Y, &di->a), mbk_spatial_cross_force(di->v, h));
+        di->Phi = mbk_spatial_vec_zero();
+        memset(&di->Bs, 0, sizeof di->Bs);
+        di->hc = h;
+        if (with_velocity) add_Bs(&di->Bs, &Y, di->v);
+    }
+    /* tip to base: subtree sums */
+    for (int i = m->nb - 1; i >= 1; --i) {
+        int p = m->bodies[i].parent;
+        if (p <= 0) continue;
+        mt_dbody *dp = &db[p];
+        const mt_dbody *di = &db[i];
+        dp->F = mbk_spatial_vec_add(dp->F, di->F);
+        composite_add(&dp->Yc, &di->Yc);
+        if (with_velocity) {
+            sym3_add(&dp->Bs, &di->Bs);
+            dp->hc = mbk_spatial_vec_add(dp->hc, di->hc);
+        }
+    }
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_body *b = &m->bodies[i];
+        for (int l = 0; l < b->nu; ++l) {
+            mt_drow *r = &ws.row[b->u0 + l];
+            const mbk_spatial_vec *S = &ws.ucol[b->u0 + l].T;
+            r->YcS = mt_composite_mul(&db[i].Yc, S);
+            r->BtS = with_velocity ? Bc_tmul(&db[i], *S) : mbk_vec3_zero();
+        }
+    }
+    mt_dhdr *hdr = dws_header(m, s);
+    hdr->with_velocity = with_velocity;
+    hdr->numeric = ws.numeric;
+    hdr->has_phi = 0;
+    return MBK_OK;
+}
+
+/* ---- the sweeps ---------------------------------------------------------------- */
+
+void mt_deriv_add_phi(const mbk_matter *m, const mbk_state *s, int body, mbk_spatial_vec F0)
+{
+    if (body <= 0) return;
+    mt_dws ws = mt_dws_of(m, s);
+    ws.body[body].Phi = mbk_spatial_vec_add(ws.body[body].Phi, F0);
+    dws_header(m, s)->has_phi = 1;
+}
+
+/* dr[r * ld + col] += scale * S_r . g over the rows of body a and its ancestors. */
+static inline void add_up(const mbk_matter *m, const mt_dws *ws, int a, mbk_spatial_vec g, double scale, double *dr,
+                          int ld, int col)
+{
+    for (; a > 0; a = m->bodies[a].parent) {
+        const mt_body *b = &m->bodies[a];
+        for (int l = 0; l < b->nu; ++l)
+            dr[(size_t)(b->u0 + l) * (size_t)ld + (size_t)col] += scale * mbk_spatial_vec_dot(ws->ucol[b->u0 + l].T, g);
+    }
+}
+
+/* Spread a spatial vector over six component arrays at column c. */
+static inline void put_soa(double *base, size_t stride, int c, mbk_spatial_vec v)
+{
+    base[c] = v.w.x; base[stride + c] = v.w.y; base[2 * stride + c] = v.w.z;
+    base[3 * stride + c] = v.v.x; base[4 * stride + c] = v.v.y; base[5 * stride + c] = v.v.z;
+}
+
+/* row[c] += sum_k a[k] X_k[c] for c in [c0, c1): a 6- or 9-term combination of
+   component arrays (X_k = X + k stride), vectorized over the columns. */
+static inline void row_comb6(double *restrict row, const double *X, size_t stride, const double a[6], int c0, int c1)
+{
+    const double *x0 = X, *x1 = X + stride, *x2 = X + 2 * stride, *x3 = X + 3 * stride, *x4 = X + 4 * stride,
+                 *x5 = X + 5 * stride;
+    for (int c = c0; c < c1; ++c)
+        row[c] += a[0] * x0[c] + a[1] * x1[c] + a[2] * x2[c] + a[3] * x3[c] + a[4] * x4[c] + a[5] * x5[c];
+}
+
+static inline void row_comb9(double *restrict row, const double *X, size_t stride, const double a[9], int c0, int c1)
+{
+    const double *x0 = X, *x1 = X + stride, *x2 = X + 2 * stride, *x3 = X + 3 * stride, *x4 = X + 4 * stride,
+                 *x5 = X + 5 * stride, *x6 = X + 6 * stride, *x7 = X + 7 * stride, *x8 = X + 8 * stride;
+    for (int c = c0; c < c1; ++c)
+        row[c] += a[0] * x0[c] + a[1] * x1[c] + a[2] * x2[c] + a[3] * x3[c] + a[4] * x4[c] + a[5] * x5[c] +
+                  a[6] * x6[c] + a[7] * x7[c] + a[8] * x8[c];
+}
+
+static inline void sv_to(double a[6], mbk_spatial_vec v, double sc)
+{
+    a[0] = sc * v.w.x; a[1] = sc * v.w.y; a[2] = sc * v.w.z; a[3] = sc * v.v.x; a[4] = sc * v.v.y; a[5] = sc * v.v.z;
+}
+
+/* The columns of q (qc, MT_QS arrays) or u (MT_US) of a body's descendants, added
+   into row as S . g: one contiguous range when the subtree is, else body by body. */
+static void row_descendants(const mbk_matter *m, const int *lay, int i, double *row, const double *g, size_t stride,
+                            const double a[6], bool q)
+{
+    const int last = i + m->size[i] - 1;
+    if (last == i) return;
+    if (m->contig[i]) {
+        int c0 = q ? lay[2 * (i + 1)] : m->bodies[i + 1].u0;
+        int c1 = q ? lay[2 * last] + lay[2 * last + 1] : m->bodies[last].u0 + m->bodies[last].nu;
+        row_comb6(row, g, stride, a, c0, c1);
+        return;
+    }
+    for (int at = m->pre[i] + 1; at < m->pre[i] + m->size[i]; ++at) {
+        const int j = m->order[at];
+        const int c0 = q ? lay[2 * j] : m->bodies[j].u0, c1 = c0 + (q ? lay[2 * j + 1] : m->bodies[j].nu);
+        row_comb6(row, g, stride, a, c0, c1);
+    }
+}
+
+void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, double *dr_dq, int ldq, double *dr_du,
+                    int ldu)
+{
+    mt_dws ws = mt_dws_of(m, s);
+    const int *lay = qlayout(m, s);
+    mt_dbody *db = ws.body;
+    const bool phi = dws_header(m, s)->has_phi != 0, vel = ws.with_velocity;
+    const size_t qst = ws.qstride, ust = ws.ustride;
+    double *qa = ws.qs, *qw = qa + 6 * qst, *qg = qa + 9 * qst, *qT = qa + 15 * qst;
+    double *ua = ws.us, *uw = ua + 6 * ust, *ug = ua + 9 * ust;
+    if (phi) /* subtree sums of the fixed forces */
+        for (int i = m->nb - 1; i >= 1; --i) {
+            int p = m->bodies[i].parent;
+            if (p > 0) db[p].Phi = mbk_spatial_vec_add(db[p].Phi, db[i].Phi);
+        }
+    /* the columns: alpha, w (angular part), g = T x* F_j + Yc_j alpha + Bc_j w, and T */
+    for (int j = 1; j < m->nb; ++j) {
+        const mt_body *bj = &m->bodies[j];
+        const mt_dbody *dj = &db[j];
+        for (int k = 0; dr_dq && k < lay[2 * j + 1]; ++k) {
+            const int col = lay[2 * j] + k;
+            const mt_dcol *c = &ws.qcol[col];
+            mbk_spatial_vec g = mbk_spatial_vec_add(mbk_spatial_cross_force(c->T, dj->F), mt_composite_mul(&dj->Yc, &c->alpha));
+            if (vel) g = mbk_spatial_vec_add(g, Bc_mul(dj, c->w));
+            put_soa(qa, qst, col, c->alpha);
+            qw[col] = c->w.w.x; qw[qst + col] = c->w.w.y; qw[2 * qst + col] = c->w.w.z;
+            put_soa(qg, qst, col, g);
+            if (phi) put_soa(qT, qst, col, c->T);
+        }
+        for (int l = 0; dr_du && vel && l < bj->nu; ++l) {
+            const int col = bj->u0 + l;
+            const mt_ducol *c = &ws.ucol[col];
+            put_soa(ua, ust, col, c->alpha);
+            uw[col] = c->T.w.x; uw[ust + col] = c->T.w.y; uw[2 * ust + col] = c->T.w.z;
+            put_soa(ug, ust, col, mbk_spatial_vec_add(mt_composite_mul(&dj->Yc, &c->alpha), Bc_mul(dj, c->T)));
+        }
+    }
+    /* row by row: a row of body i takes (Yc S)_r . alpha + (Bc^T S)_r . w from the columns
+       of the joints above it, S_r . g from those below, and its own joint's columns */
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_body *bi = &m->bodies[i];
+        const mt_dbody *di = &db[i];
+        const mbk_spatial_vec Fnet = mbk_spatial_vec_sub(di->F, di->Phi);
+        for (int r = bi->u0; r < bi->u0 + bi->nu; ++r) {
+            const mbk_spatial_vec S = ws.ucol[r].T;
+            double a9[9], sg[6];
+            sv_to(a9, ws.row[r].YcS, scale);
+            a9[6] = vel ? scale * ws.row[r].BtS.x : 0.0;
+            a9[7] = vel ? scale * ws.row[r].BtS.y : 0.0;
+            a9[8] = vel ? scale * ws.row[r].BtS.z : 0.0;
+            sv_to(sg, S, scale);
+            if (dr_dq) {
+                double *row = dr_dq + (size_t)r * (size_t)ldq;
+                double psi[6] = {0, 0, 0, 0, 0, 0};
+                if (phi) sv_to(psi, mbk_spatial_cross_force(S, di->Phi), -scale);
+                for (int a = bi->parent; a > 0;) { /* ancestors, a run at a time */
+                    const int r0 = m->bodies[a].run0, c0 = lay[2 * r0], c1 = lay[2 * a] + lay[2 * a + 1];
+                    row_comb9(row, qa, qst, a9, c0, c1);
+                    if (phi) row_comb6(row, qT, qst, psi, c0, c1);
+                    a = m->bodies[r0].parent;
+                }
+                for (int k = 0; k < lay[2 * i + 1]; ++k) { /* its own joint */
+                    const int col = lay[2 * i] + k;
+                    double x = 0.0;
+                    for (int t = 0; t < 6; ++t) x += sg[t] * qg[(size_t)t * qst + (size_t)col];
+                    if (!bi->pin) x += scale * mbk_spatial_vec_dot(ws.dS[bi->ds0 + k * bi->nu + (r - bi->u0)], Fnet);
+                    row[col] += x;
+                }
+                row_descendants(m, lay, i, row, qg, qst, sg, true);
+            }
+            if (dr_du && vel) {
+                double *row = dr_du + (size_t)r * (size_t)ldu;
+                for (int a = i; a > 0;) { /* itself and the ancestors */
+                    const int r0 = m->bodies[a].run0, c0 = m->bodies[r0].u0, c1 = m->bodies[a].u0 + m->bodies[a].nu;
+                    row_comb9(row, ua, ust, a9, c0, c1);
+                    a = m->bodies[r0].parent;
+                }
+                row_descendants(m, lay, i, row, ug, ust, sg, false);
+            }
+        }
+    }
+}
+
+/* Whether body a is body b or one of its ancestors. */
+static inline bool is_ancestor(const mbk_matter *m, int a, int b)
+{
+    return m->pre[a] <= m->pre[b] && m->pre[b] < m->pre[a] + m->size[a];
+}
+
+/* One joint's columns for an element: the forces' changes on each of its bodies,
+   then up each body's path to Ground. */
+static void pair_joint(const mbk_matter *m, const mt_dws *ws, const int *lay, const mt_pair_jac *J, int j, double scale,
+                       double *df_dq, int ldq, double *df_du, int ldu)
+{
+    const mt_body *bj = &m->bodies[j];
+    bool in[2];
+    for (int c = 0; c < J->n; ++c) in[c] = J->body[c] > 0 && is_ancestor(m, j, J->body[c]);
+    const int nq = lay[2 * j + 1];
+    for (int k = 0; df_dq && k < nq; ++k) {
+        const int col = lay[2 * j] + k;
+        const mt_dcol *c = &ws->qcol[col];
+        for (int b = 0; b < J->n; ++b) {
+            if (J->body[b] <= 0) continue;
+            mbk_spatial_vec g = mbk_spatial_vec_zero();
+            for (int e = 0; e < J->n; ++e) {
+                if (!in[e]) continue;
+                if (J->has_K) g = mbk_spatial_vec_add(g, mat6_mul(J->K[b][e], c->T));
+                if (J->has_D) {
+                    mbk_spatial_vec dV = mbk_spatial_vec_add(mbk_spatial_cross_motion(c->T, ws->body[J->body[e]].v), c->w);
+                    g = mbk_spatial_vec_add(g, mat6_mul(J->D[b][e], dV));
+                }
+            }
+            add_up(m, ws, J->body[b], g, scale, df_dq, ldq, col);
+        }
+    }
+    for (int l = 0; df_du && J->has_D && l < bj->nu; ++l) {
+        const int col = bj->u0 + l;
+        for (int b = 0; b < J->n; ++b) {
+            if (J->body[b] <= 0) continue;
+            mbk_spatial_vec g = mbk_spatial_vec_zero();
+            for (int e = 0; e < J->n; ++e)
+                if (in[e]) g = mbk_spatial_vec_add(g, mat6_mul(J->D[b][e], ws->ucol[col].T));
+            add_up(m, ws, J->body[b], g, scale, df_du, ldu, col);
+        }
+    }
+}
+
+void mt_deriv_add_pair(const mbk_matter *m, const mbk_state *s, const mt_pair_jac *J, double scale, double *df_dq,
+                       int ldq, double *df_du, int ldu)
+{
+    if (!J->has_K && !J->has_D) return;
+    mt_dws ws = mt_dws_of(m, s);
+    const int *lay = qlayout(m, s);
+    /* every joint above the first body, then those above the second up to the
+       first shared one */
+    for (int j = J->body[0]; j > 0; j = m->bodies[j].parent)
+        pair_joint(m, &ws, lay, J, j, scale, df_dq, ldq, df_du, ldu);
+    if (J->n > 1)
+        for (int j = J->body[1]; j > 0 && !(J->body[0] > 0 && is_ancestor(m, j, J->body[0])); j = m->bodies[j].parent)
+            pair_joint(m, &ws, lay, J, j, scale, df_dq, ldq, df_du, ldu);
+}
+
+/* ---- qdot = N(q) u ----------------------------------------------------------------- */
+
+int mbk_matter_calc_qdot_derivatives(const mbk_matter *m, const mbk_state *s, double *dqdot_dq, int ldq,
+                                     double *dqdot_du, int ldu)
+{
+    const char *fn = "mbk_matter_calc_qdot_derivatives";
+    int rc = mt_need(m, s, dqdot_dq ? MBK_STAGE_VELOCITY : MBK_STAGE_POSITION, fn);
+    if (rc < 0) return rc;
+    const int *lay = qlayout(m, s);
+    const bool euler = layout_euler(m, lay);
+    const int nq = mbk_state_get_subsystem_nq(s, m->sub);
+    if ((dqdot_dq && ldq < nq) || (dqdot_du && ldu < m->nu))
+        return mbk_set_error(MBK_EINVAL, "%s: row strides %d and %d are below nq = %d and nu = %d", fn, ldq, ldu, nq,
+                             m->nu);
+    const double *q = mbk_state_get_subsystem_q(s, m->sub), *u = mbk_state_get_subsystem_u(s, m->sub);
+    const double *qn = mt_cache(m, s, C_QN);
+    for (int i = 0; i < nq; ++i) {
+        if (dqdot_dq) memset(dqdot_dq + (size_t)i * (size_t)ldq, 0, (size_t)nq * sizeof(double));
+        if (dqdot_du) memset(dqdot_du + (size_t)i * (size_t)ldu, 0, (size_t)m->nu * sizeof(double));
+    }
+    for (int b = 1; b < m->nb; ++b) {
+        const mt_body *bd = &m->bodies[b];
+        const mbk_mobilizer_ops *o = bd->mob.ops;
+        const int q0 = lay[2 * b], nqb = lay[2 * b + 1], nu = bd->nu;
+        if (bd->pin || !o->calc_qdot) { /* qdot = u */
+            for (int k = 0; dqdot_du && k < nqb; ++k) dqdot_du[(size_t)(q0 + k) * (size_t)ldu + (size_t)(bd->u0 + k)] = 1.0;
+            continue;
+        }
+        if (dqdot_du) /* N's columns: N u is linear in u */
+            for (int l = 0; l < nu; ++l) {
+                double e[MBK_MOBILIZER_MAX_U] = {0}, col[MBK_MOBILIZER_MAX_Q];
+                e[l] = 1.0;
+                o->calc_qdot(bd->mob.impl, euler, qn + q0, e, col);
+                for (int k = 0; k < nqb; ++k) dqdot_du[(size_t)(q0 + k) * (size_t)ldu + (size_t)(bd->u0 + l)] = col[k];
+            }
+        if (dqdot_dq) {
+            mbk_mobilizer_derivatives d;
+            if ((rc = mbk_mobilizer_calc_derivatives(&bd->mob, euler, q + q0, u + bd->u0, &d)) < 0)
+                return mbk_set_error(rc, "%s: body %d: %s", fn, b, mbk_last_error());
+            for (int i = 0; i < nqb; ++i)
+                for (int k = 0; k < nqb; ++k) dqdot_dq[(size_t)(q0 + i) * (size_t)ldq + (size_t)(q0 + k)] = d.dqdot_dq[i][k];
+        }
+    }
+    return MBK_OK;
+}
+
+/* ---- M^-1 on many columns ------------------------------------------------------------- */
+
+/* x = sc (x - sum_t c[t] X[row[t]]) over n columns, a chunk of columns at a time in
+   registers (each row of X is stored once however many rows it draws on). Every
+   column is summed the same way, as two partial sums over even and odd t (half the
+   chain of dependent adds), so chunks that overlap give the same bits. Written as
+   scalars so that compilers vectorize them at -O2 too. */
+#define PULL_CHUNK(W)                                                                               \
+    do {                                                                                            \
+        double e_[W], o_[W];                                                                        \
+        for (int k_ = 0; k_ < (W); ++k_) { e_[k_] = xin[k_]; o_[k_] = 0.0; }                        \
+        int t_ = 0;                                                                                 \
+        for (; t_ + 1 < cnt; t_ += 2) {                                                             \
+            const double f0_ = c[t_], f1_ = c[t_ + 1];                                              \
+            const double *y0_ = X + (size_t)row[t_] * ld + (size_t)cc, *y1_ = X + (size_t)row[t_ + 1] * ld + (size_t)cc; \
+            for (int k_ = 0; k_ < (W); ++k_) { e_[k_] -= f0_ * y0_[k_]; o_[k_] -= f1_ * y1_[k_]; } \
+        }                                                                                           \
+        if (t_ < cnt) {                                                                             \
+            const double f0_ = c[t_], *y0_ = X + (size_t)row[t_] * ld + (size_t)cc;                 \
+            for (int k_ = 0; k_ < (W); ++k_) e_[k_] -= f0_ * y0_[k_];                               \
+        }                                                                                           \
+        for (int k_ = 0; k_ < (W); ++k_) x[cc + k_] = sc * (e_[k_] + o_[k_]);                      \
+    } while (0)
+
+static void pull_row(double *restrict x, const double *X, size_t ld, int n, const int *row, const double *c, int cnt,
+                     double sc)
+{
+    /* a tail of n % 4 columns is done as the last four, from their values on entry */
+    const int tail = n >= 4 ? n % 4 : 0;
+    double tin[4] = {0, 0, 0, 0};
+    if (tail)
+        for (int k = 0; k < 4; ++k) tin[k] = x[n - 4 + k];
+    int cc = 0;
+    for (; cc + 16 <= n; cc += 16) {
+        const double *xin = x + cc;
+        PULL_CHUNK(16);
+    }
+    for (; cc + 4 <= n; cc += 4) {
+        const double *xin = x + cc;
+        PULL_CHUNK(4);
+    }
+    if (tail) {
+        const double *xin = tin;
+        cc = n - 4;
+        PULL_CHUNK(4);
+        return;
+    }
+    for (; cc < n; ++cc) {
+        const double *xin = x + cc;
+        PULL_CHUNK(1);
+    }
+}
+#undef PULL_CHUNK
+
+/* M = L^T D L with L unit lower triangular, nonzero only where a u's row meets the u
+   above it (Featherstone's LTDL, "Rigid Body Dynamics Algorithms" 6.5). M's entries
+   from the setup: M_ik = (Yc_i S_i) . S_k for k at or above i, at Ground's origin. */
+static void factor_mass(const mbk_matter *m, const mt_dws *ws, double *D, double *L)
+{
+    const int *off = m->loff, *anc = m->lanc;
+    for (int i = 0; i < m->nu; ++i) {
+        const mbk_spatial_vec F = ws->row[i].YcS;
+        D[i] = mbk_spatial_vec_dot(F, ws->ucol[i].T);
+        const int end = i + 1 < m->nu ? off[i + 1] : m->nl;
+        for (int t = off[i]; t < end; ++t) L[t] = mbk_spatial_vec_dot(F, ws->ucol[anc[t]].T);
+    }
+    /* from the tips: row k's entries scale by 1/D_k and update the rows above; the u
+       above i = anc[off[k] + p] are those after position p in k's row */
+    for (int k = m->nu - 1; k >= 0; --k) {
+        double *Lk = L + off[k];
+        const int dk_n = (k + 1 < m->nu ? off[k + 1] : m->nl) - off[k];
+        const double inv = 1.0 / D[k];
+        for (int p = 0; p < dk_n; ++p) {
+            const int i = anc[off[k] + p];
+            const double a = Lk[p] * inv;
+            D[i] -= a * Lk[p];
+            double *Li = L + off[i];
+            const int n = dk_n - p - 1;
+            for (int t = 0; t < n; ++t) Li[t] -= a * Lk[p + 1 + t];
+            Lk[p] = a;
+        }
+    }
+}
+
+void mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1, double *X2,
+                    int ld2, int n2)
+{
+    mt_dws ws = mt_dws_of(m, s);
+    if (!m->ltdl) { /* column by column through the articulated-body sweeps */
+        double *x = ws.vec + (size_t)MT_V_VAL * (size_t)ws.vlen, *y = ws.vec + (size_t)MT_V_ACC * (size_t)ws.vlen;
+        mbk_spatial_vec *A = ws.sp, *z = ws.sp + m->nb;
+        for (int which = 0; which < 2; ++which) {
+            double *X = which ? X2 : X1;
+            const int ld = which ? ld2 : ld1, n = which ? n2 : n1;
+            for (int j = 0; X && j < n; ++j) {
+                for (int i = 0; i < m->nu; ++i) x[i] = X[(size_t)i * (size_t)ld + (size_t)j];
+                mt_aba_solve(m, s, x, NULL, false, A, z, y);
+                for (int i = 0; i < m->nu; ++i) X[(size_t)i * (size_t)ld + (size_t)j] = scale * y[i];
+            }
+        }
+        return;
+    }
+    double *D = dws_factor(m, s), *L = D + m->nu, *LD = L + m->nl;
+    factor_mass(m, &ws, D, L);
+    /* L by columns, times D_k / scale: back substitution pulls the rows below each u
+       already scaled by scale / D (y_k = z_k D_k / scale) */
+    const double inv_scale = 1.0 / scale;
+    for (int t = 0; t < m->nl; ++t) LD[t] = L[m->ldpos[t]] * D[m->ldrow[t]] * inv_scale;
+    double *Dsc = D; /* D is read only through LD from here: keep scale / D in its place */
+    for (int i = 0; i < m->nu; ++i) Dsc[i] = scale / D[i];
+    for (int which = 0; which < 2; ++which) {
+        double *X = which ? X2 : X1;
+        const size_t ld = (size_t)(which ? ld2 : ld1);
+        const int n = which ? n2 : n1;
+        if (!X || n == 0) continue;
+        /* L^T y = x from the tips (z = scale D^-1 y at once), then L x = z from the base */
+        for (int i = m->nu - 1; i >= 0; --i) {
+            const int t0 = m->ldoff[i];
+            pull_row(X + (size_t)i * ld, X, ld, n, m->ldrow + t0, LD + t0, m->ldoff[i + 1] - t0, Dsc[i]);
+        }
+        for (int k = 0; k < m->nu; ++k) {
+            const int t0 = m->loff[k], cnt = (k + 1 < m->nu ? m->loff[k + 1] : m->nl) - t0;
+            pull_row(X + (size_t)k * ld, X, ld, n, m->lanc + t0, L + t0, cnt, 1.0);
+        }
+    }
+}
