@@ -4,7 +4,8 @@
  * loader does not keep (it builds dynamics only): this file reads them again
  * from the file with expat, the XML parser the loader uses. Boxes, cylinders
  * and spheres are drawn as they are; a <mesh> is drawn as the bounding box of
- * its vertices when its file is found and is STL (binary or ASCII) or OBJ,
+ * its vertices when its file is found and is STL (binary or ASCII) or OBJ
+ * (mbk_urdf_mesh_bounding_box, the reader and file rules ground contact uses),
  * otherwise left out and said so. Bodies that end up with no shape, and every
  * body of a model that is not a URDF file, get a box fitted to their mass
  * properties: the uniform box with the same mass and central principal
@@ -12,11 +13,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
 #include <math.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <expat.h>
 #include <mbk/urdf.h>
@@ -131,7 +130,6 @@ typedef struct visual_parse {
     XML_Parser xp;
     const app_model *m;
     app_shapes *sh;
-    char dir[4096];                 /* the URDF file's folder, for mesh files */
     int depth;
     int link_depth, visual_depth, robot_material_depth;
     int body;                       /* body of the current link, -1 if none */
@@ -192,94 +190,6 @@ static int find_body(const app_model *m, const char *link)
         if (name && !strcmp(name, link)) return b;
     }
     return -1;
-}
-
-static bool regular_file(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* A mesh file named in a URDF: package://PKG/REST and relative names are looked
-   for beside the URDF file and up to two folders above it. */
-static bool resolve_mesh(const char *dir, const char *name, char *out, size_t cap)
-{
-    const char *rest = name, *pkg_rest = NULL;
-    if (!strncmp(name, "file://", 7)) {
-        snprintf(out, cap, "%s", name + 7);
-        return regular_file(out);
-    }
-    if (!strncmp(name, "package://", 10)) {
-        pkg_rest = name + 10;
-        const char *slash = strchr(pkg_rest, '/');
-        rest = slash ? slash + 1 : pkg_rest;
-    } else if (name[0] == '/') {
-        snprintf(out, cap, "%s", name);
-        return regular_file(out);
-    }
-    static const char *const up[] = {"", "../", "../../"};
-    for (int i = 0; i < 3; ++i) {
-        if ((size_t)snprintf(out, cap, "%s/%s%s", dir, up[i], rest) < cap && regular_file(out)) return true;
-        if (pkg_rest && (size_t)snprintf(out, cap, "%s/%s%s", dir, up[i], pkg_rest) < cap && regular_file(out))
-            return true;
-    }
-    return false;
-}
-
-/* Bounding box of an STL (binary or ASCII) or OBJ file's vertices. */
-static bool mesh_bounds(const char *path, double lo[3], double hi[3])
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    for (int i = 0; i < 3; ++i) lo[i] = INFINITY, hi[i] = -INFINITY;
-    const char *ext = strrchr(path, '.');
-    char e[8] = "";
-    for (int i = 0; ext && ext[i + 1] && i < 7; ++i) e[i] = (char)tolower((unsigned char)ext[i + 1]), e[i + 1] = 0;
-    bool ok = false;
-    if (!strcmp(e, "stl")) {
-        unsigned char head[84];
-        struct stat st;
-        size_t got = fread(head, 1, 84, f);
-        uint32_t ntri = got == 84 ? (uint32_t)head[80] | (uint32_t)head[81] << 8 | (uint32_t)head[82] << 16 |
-                                        (uint32_t)head[83] << 24
-                                  : 0;
-        if (got == 84 && fstat(fileno(f), &st) == 0 && (uint64_t)st.st_size == 84 + 50 * (uint64_t)ntri) {
-            unsigned char tri[50];
-            for (uint32_t t = 0; t < ntri && fread(tri, 1, 50, f) == 50; ++t)
-                for (int v = 1; v < 4; ++v)
-                    for (int k = 0; k < 3; ++k) {
-                        const unsigned char *b = tri + 12 * v + 4 * k;
-                        uint32_t bits = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-                                        (uint32_t)b[3] << 24;
-                        float x;
-                        memcpy(&x, &bits, sizeof x);
-                        if (isfinite(x)) lo[k] = fmin(lo[k], x), hi[k] = fmax(hi[k], x), ok = true;
-                    }
-        } else {
-            rewind(f);
-            char line[512];
-            while (fgets(line, sizeof line, f)) {
-                const char *p = line;
-                while (isspace((unsigned char)*p)) ++p;
-                double v[3];
-                if (!strncmp(p, "vertex", 6) && parse_numbers(p + 6, v, 3) == 3) {
-                    for (int k = 0; k < 3; ++k) lo[k] = fmin(lo[k], v[k]), hi[k] = fmax(hi[k], v[k]);
-                    ok = true;
-                }
-            }
-        }
-    } else if (!strcmp(e, "obj")) {
-        char line[512];
-        while (fgets(line, sizeof line, f)) {
-            double v[3];
-            if (line[0] == 'v' && line[1] == ' ' && parse_numbers(line + 2, v, 3) == 3) {
-                for (int k = 0; k < 3; ++k) lo[k] = fmin(lo[k], v[k]), hi[k] = fmax(hi[k], v[k]);
-                ok = true;
-            }
-        }
-    }
-    fclose(f);
-    return ok;
 }
 
 static void XMLCALL on_start(void *user, const XML_Char *name, const XML_Char **a)
@@ -367,20 +277,18 @@ static void finish_visual(visual_parse *P)
         return;
     }
     if (P->mesh_file[0]) {
-        char path[4096];
-        double lo[3], hi[3];
-        if (!resolve_mesh(P->dir, P->mesh_file, path, sizeof path) || !mesh_bounds(path, lo, hi)) {
+        mbk_vec3 vlo, vhi; /* the library's reader and file rules (mbk_urdf_mesh_bounding_box) */
+        if (mbk_urdf_mesh_bounding_box(P->m->spec, P->mesh_file, P->mesh_scale, &vlo, &vhi) != MBK_OK) {
             if (!P->meshes_missing++)
                 snprintf(P->first_missing, sizeof P->first_missing, "%.200s", P->mesh_file);
             return;
         }
         /* the box of the scaled vertices, centred where they are */
         P->cur.type = APP_SHAPE_BOX, P->have_geom = true, P->cur.from_mesh = true;
-        double c[3];
+        double lo[3] = {vlo.x, vlo.y, vlo.z}, hi[3] = {vhi.x, vhi.y, vhi.z}, c[3];
         for (int k = 0; k < 3; ++k) {
-            double a = lo[k] * P->mesh_scale[k], b = hi[k] * P->mesh_scale[k];
-            P->cur.size[k] = fmax(fabs(b - a), 1e-4);
-            c[k] = 0.5 * (a + b);
+            P->cur.size[k] = fmax(hi[k] - lo[k], 1e-4);
+            c[k] = 0.5 * (lo[k] + hi[k]);
         }
         P->cur.X_BS.p = mbk_vec3_add(P->cur.X_BS.p, mbk_mat33_mul_vec(P->cur.X_BS.R, mbk_vec3_make(c[0], c[1], c[2])));
         const char *base = strrchr(P->mesh_file, '/');
@@ -437,10 +345,6 @@ int app_shapes_from_urdf(const app_model *m, app_shapes *sh, char *notes, size_t
         return -1;
     }
     P->m = m, P->sh = sh, P->body = -1;
-    const char *slash = strrchr(m->spec, '/');
-    if (slash) snprintf(P->dir, sizeof P->dir, "%.*s", (int)(slash - m->spec), m->spec);
-    else snprintf(P->dir, sizeof P->dir, ".");
-    if (!P->dir[0]) snprintf(P->dir, sizeof P->dir, "/");
     P->xp = XML_ParserCreate(NULL);
     int rc = 0;
     if (!P->xp) rc = -1;

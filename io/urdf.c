@@ -472,6 +472,13 @@ static int start_geometry_child(ur_ctx *c, long line, const char *el, const XML_
         rc = req_numbers(c, line, wh, a, "radius", k->dims, 1) || req_numbers(c, line, wh, a, "length", k->dims + 1, 1);
     } else if (strcmp(el, "mesh") == 0) {
         k->type = G_MESH;
+        k->dims[0] = k->dims[1] = k->dims[2] = 1;
+        rc = opt_numbers(c, line, wh, a, "scale", k->dims, 3);
+        const char *file = attr(a, "filename");
+        if (!rc && file && file[0]) {
+            k->mesh_file = pool_add(c, file);
+            if (!k->mesh_file) return -1;
+        }
     } else {
         k->type = G_OTHER;
     }
@@ -1324,12 +1331,14 @@ static int finish(ur_ctx *c, int status)
     return mbk_set_error(status, "%s", c->errors.v[0].text);
 }
 
-static int load_text(const char *src, const char *text, size_t len, const mbk_urdf_options *o, mbk_system **out)
+static int load_text(const char *src, const char *path, const char *text, size_t len, const mbk_urdf_options *o,
+                     mbk_system **out)
 {
     ur_ctx c;
     memset(&c, 0, sizeof c);
     c.o = o;
     c.src = src;
+    c.path = path;
     name_ix *lix = NULL, *jix = NULL;
     int root = -1;
     if (pool_add(&c, "") != 0 || c.status) goto done; /* offset 0 is "" */
@@ -1367,7 +1376,7 @@ int mbk_urdf_load_string(const char *xml, const mbk_urdf_options *opts, mbk_syst
     if (len > o->max_bytes)
         return mbk_set_error(MBK_EPARSE, "%s: the input is %zu bytes; the limit is %zu (options.max_bytes)", src,
                              len, o->max_bytes);
-    return load_text(src, xml, len, o, out);
+    return load_text(src, NULL, xml, len, o, out);
 }
 
 /* What a file system entry is, for messages ("a directory"). */
@@ -1488,7 +1497,7 @@ int mbk_urdf_load(const char *path, const mbk_urdf_options *opts, mbk_system **o
         return mbk_set_error(MBK_EPARSE, "%s: the file is larger than the limit of %zu bytes "
                                          "(options.max_bytes; raise it to load this file)", path, o->max_bytes);
     }
-    rc = load_text(path, buf, len, o, out);
+    rc = load_text(path, path, buf, len, o, out);
     mbk_free(buf);
     return rc;
 }

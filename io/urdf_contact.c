@@ -6,13 +6,17 @@
  *              half the box's smallest size) inside its 8 corners and at 3
  *              points along each of its 12 edges, touching the faces;
  *   cylinder   12 small spheres on each of its two rims;
- *   mesh       skipped with a warning (mbk reads no mesh files).
+ *   mesh       the box spheres on the bounding box of its file's vertices
+ *              (mbk_urdf_mesh_bounding_box: STL or OBJ, at the mesh's origin and
+ *              scale); skipped with a warning saying why when the file cannot be
+ *              read (not found, not STL/OBJ, malformed) or the box is flat.
  * Shapes of links fixed to Ground add nothing (they never move). Every
  * element is named "contact:LINK". */
 #include <math.h>
 #include <stdio.h>
 
 #include "mbk/status.h"
+#include "mbk/urdf.h"
 
 #include "urdf_impl.h"
 
@@ -66,6 +70,32 @@ static int add_box(contact_ctx *k, const mbk_transform *X_LC, const double size[
     return 0;
 }
 
+/* A mesh: the box of its vertices' bounding box, centred where they are. */
+static int add_mesh(contact_ctx *k, const mbk_transform *X_LC, const ur_collision *col, double r)
+{
+    ur_ctx *c = k->c;
+    if (!col->mesh_file) {
+        ur_warn(c, k->line, k->where, "the mesh has no filename and takes no part in ground contact");
+        return 0;
+    }
+    const char *file = ur_str(c, col->mesh_file);
+    mbk_vec3 lo, hi;
+    if (mbk_urdf_mesh_bounding_box(c->path, file, col->dims, &lo, &hi) != MBK_OK) {
+        ur_warn(c, k->line, k->where, "the mesh takes no part in ground contact: %s; give the link a <collision> "
+                "box, cylinder or sphere to stand on", mbk_last_error());
+        return 0;
+    }
+    double size[3] = {hi.x - lo.x, hi.y - lo.y, hi.z - lo.z};
+    if (!(size[0] > 0 && size[1] > 0 && size[2] > 0)) {
+        ur_warn(c, k->line, k->where, "the mesh '%s' takes no part in ground contact: its bounding box is flat "
+                "(%g x %g x %g)", file, size[0], size[1], size[2]);
+        return 0;
+    }
+    mbk_transform X = *X_LC;
+    X.p = mbk_transform_apply_point(*X_LC, mbk_vec3_make((lo.x + hi.x) / 2, (lo.y + hi.y) / 2, (lo.z + hi.z) / 2));
+    return add_box(k, &X, size, r);
+}
+
 static int add_cylinder(contact_ctx *k, const mbk_transform *X_LC, double radius, double length, double r)
 {
     r = fmin(r, fmin(radius, length / 2));
@@ -98,10 +128,7 @@ int ur_add_ground_contact(ur_ctx *c, mbk_forces *f, const int *body, const ur_bo
         case G_SPHERE: rc = add_sphere(&k, &X, mbk_vec3_zero(), col->dims[0]); break;
         case G_BOX: rc = add_box(&k, &X, col->dims, o->contact_point_radius); break;
         case G_CYLINDER: rc = add_cylinder(&k, &X, col->dims[0], col->dims[1], o->contact_point_radius); break;
-        case G_MESH:
-            ur_warn(c, k.line, k.where, "a mesh takes no part in ground contact (mbk reads no mesh files); give the "
-                    "link a <collision> box, cylinder or sphere to stand on");
-            break;
+        case G_MESH: rc = add_mesh(&k, &X, col, o->contact_point_radius); break;
         case G_OTHER:
             ur_warn(c, k.line, k.where, "this shape takes no part in ground contact (only box, cylinder and sphere do)");
             break;

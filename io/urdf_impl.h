@@ -1,7 +1,8 @@
 /* Private layout of the URDF loader, shared by its source files:
  *   urdf.c          parsing (expat), the checks on names and the tree, building the System
  *   urdf_bodies.c   the rigid bodies: inertia checks, repairs, what each body carries
- *   urdf_contact.c  ground contact from <collision> shapes */
+ *   urdf_contact.c  ground contact from <collision> shapes
+ *   urdf_mesh.c     mesh files: the bounding box of their vertices (public: mbk_urdf_mesh_bounding_box) */
 #ifndef MBK_URDF_IMPL_H
 #define MBK_URDF_IMPL_H
 
@@ -56,7 +57,8 @@ typedef struct ur_collision {
     long line, geometry_line;   /* <collision>, its shape element */
     ur_origin origin;
     int type;
-    double dims[3];             /* sphere: r; box: x y z sizes; cylinder: r, length */
+    double dims[3];             /* sphere: r; box: x y z sizes; cylinder: r, length; mesh: scale */
+    size_t mesh_file;           /* mesh: its filename (pool offset; 0: none given) */
 } ur_collision;
 
 /* One warning or error, kept until the load ends and then given in file order. */
@@ -75,6 +77,7 @@ typedef struct ur_msgs {
 typedef struct ur_ctx {
     const mbk_urdf_options *o;
     const char *src;       /* file name for messages */
+    const char *path;      /* the URDF file (mesh files are found from its folder); NULL for a string */
     void *parser;          /* XML_Parser while parsing */
     int depth;
     unsigned char kind[256];

@@ -118,8 +118,11 @@ typedef struct mbk_urdf_options {
     /* Add a ground half-space z <= ground_height and Hunt-Crossley contact (with
        friction) for the <collision> shapes of every moving link: a sphere as it is, a box
        by small spheres at its corners and along its edges, a cylinder by small spheres on
-       its two rims; meshes are skipped with a warning (default false: <collision> is
-       ignored). Elements are named "contact:LINK". */
+       its two rims, a mesh by the same spheres as the box of its vertices'
+       bounding box (mbk_urdf_mesh_bounding_box, at the mesh's origin and scale; a
+       mesh whose file cannot be read, as not found or not STL/OBJ, is skipped with a
+       warning that says why; default false: <collision> is ignored). Elements are
+       named "contact:LINK". */
     bool ground_contact;
     double ground_height;               /* m (default 0) */
     double contact_modulus;             /* plane-strain modulus E, Pa (default 1e8) */
@@ -166,6 +169,19 @@ int mbk_urdf_get_num_warnings(const mbk_system *sys);
 /* The i-th warning, in file order ("arm.urdf:12: <inertia> in <link name=...>: ...";
    NULL for a bad index). */
 const char *mbk_urdf_get_warning(const mbk_system *sys, int i);
+
+/* ---- mesh files ---- */
+/* Bounding box of the vertices of the mesh file a URDF <mesh filename> names, scaled
+   per axis by scale (NULL: 1 1 1; a negative factor mirrors): *min and *max in the
+   mesh's frame. STL (binary or ASCII) and Wavefront OBJ files are read.
+   Where the file is: "file://PATH" and absolute names as they are; "package://PKG/REST"
+   and relative names in the folder of urdf_path (the URDF file naming the mesh; NULL:
+   the working directory) and up to two folders above it, REST before PKG/REST.
+   Errors: MBK_EINVAL (filename NULL or empty, min or max NULL, scale not finite),
+   MBK_EIO (file not found or unreadable), MBK_EPARSE (unsupported format, not an STL
+   file, a malformed vertex line, an empty mesh); the message names the file. */
+int mbk_urdf_mesh_bounding_box(const char *urdf_path, const char *filename, const double scale[3], mbk_vec3 *min,
+                               mbk_vec3 *max);
 
 #ifdef __cplusplus
 }
