@@ -188,11 +188,13 @@ int mbk_urdf_mesh_bounding_box(const char *urdf_path, const char *filename, cons
         memcpy(s, scale, sizeof s);
     }
     char path[MESH_PATH_MAX];
-    if (!resolve(urdf_path, filename, path, sizeof path))
-        return mbk_set_error(MBK_EIO, "mesh '%s': file not found (looked for %s%s)", filename, path,
-                             strncmp(filename, "file://", 7) && filename[0] != '/'
-                                 ? " and up to two folders above, with and without the package name"
-                                 : "");
+    if (!resolve(urdf_path, filename, path, sizeof path)) {
+        int as_is = !strncmp(filename, "file://", 7) || filename[0] == '/';
+        int pkg = !strncmp(filename, "package://", 10);
+        return mbk_set_error(MBK_EIO, "mesh '%s': file not found (looked for %s%s%s)", filename, path,
+                             as_is ? "" : " and up to two folders above",
+                             pkg ? ", with and without the package name" : "");
+    }
     char e[8];
     extension(path, e);
     int obj = !strcmp(e, "obj");
