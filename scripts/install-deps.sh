@@ -12,6 +12,7 @@ packages=(
   libmujoco-dev                     # independent reference for the URDF tests
   clang libclang-rt-dev             # libFuzzer for the URDF fuzz test (skipped without them)
   libsimbody-dev                    # independent reference for tests and benchmarks
+  python3 python3-venv              # the Python package's venv (scripts/python-env.sh)
 )
 
 missing=()
