@@ -152,7 +152,7 @@ class Integrator:
         p = lib.mbk_integrator_get_state(self._p())
         if not p:
             raise invalid("the integrator has no State yet: call initialize(state) first")
-        return State._borrow(p, self.system, True)
+        return State._borrow(p, self.system, True, self)
 
     @property
     def time(self):

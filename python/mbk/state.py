@@ -45,13 +45,14 @@ class State:
     """A State of a System. `State(system)` makes a new one from the System's
     default State (mbk_state_create + mbk_state_init), realized to `stage`
     (Instance by default, so q, u, z are there to read and set)."""
-    __slots__ = ("_ptr", "_owned", "_const", "system", "_views", "__weakref__")
+    __slots__ = ("_ptr", "_owned", "_const", "system", "_views", "_owner", "__weakref__")
 
     def __init__(self, system=None, stage=Stage.INSTANCE):
         self._ptr = None
         self._owned = True
         self._const = False
         self._views = {}
+        self._owner = None
         self.system = system
         ptr = lib.mbk_state_create()
         if not ptr:
@@ -63,10 +64,12 @@ class State:
                 system.realize(self, stage)
 
     @classmethod
-    def _borrow(cls, ptr, system, const):
-        """A State object over a State the C side owns (an integrator's, a callback's)."""
+    def _borrow(cls, ptr, system, const, owner=None):
+        """A State object over a State the C side owns (an integrator's, a callback's);
+        `owner` (an Integrator) is kept alive as long as the object and its views."""
         s = cls.__new__(cls)
         s._ptr, s._owned, s._const, s.system, s._views = ptr, False, const, system, {}
+        s._owner = owner
         return s
 
     def close(self):

@@ -52,7 +52,9 @@ def urdf_path(name):
     return os.path.join(REPO, "tests", "urdf", name)
 
 
-def assert_same_bits(a, b):
+def assert_same_bits(a, b, name=""):
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    assert a.shape == b.shape
-    assert np.array_equal(a.view(np.uint64), b.view(np.uint64)), (a, b)
+    assert a.shape == b.shape, name
+    differ = np.flatnonzero(a.view(np.uint64) != b.view(np.uint64))
+    assert differ.size == 0, "%s: %d values differ, first at %d: %r != %r" % (
+        name, differ.size, differ[0], a[differ[0]], b[differ[0]])
