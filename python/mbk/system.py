@@ -238,7 +238,10 @@ class System:
             if c is None:
                 c = self._ode_cache()
             s, ny, shape, ybuf, ya, obuf, oa = c
-            if type(y) is not _ndarray or y.shape != shape:
+            if type(y) is not _ndarray or y.shape != shape or y.dtype is not _F64:
+                if lib.mbk_system_check_state(self._p(), s) < 0:  # the topology changed
+                    self._ode_stale()
+                    return self.ydot(t, y, out)
                 y = _arrays.f64(y, ny, "y")
             _copyto(ybuf, y)
             rc = _calc_ydot(self._ptr, s, t, ya, oa)
@@ -249,7 +252,8 @@ class System:
                 check(rc)
             if out is None:
                 return obuf.copy()
-            if type(out) is not _ndarray or out.shape != shape or not out.flags.writeable:
+            if (type(out) is not _ndarray or out.shape != shape or out.dtype is not _F64
+                    or not out.flags.writeable):
                 raise invalid("out must be a writable float64 array of shape (%d,)" % ny)
             _copyto(out, obuf)
             return out
