@@ -51,14 +51,14 @@ class MultibodySystem(System):
         a = lib.mbk_multibody_get_body_forces(self._p(), state._p())
         if not a:
             raise_status(lib.mbk_last_status() or -2)
-        return _arrays.view(a, (self.matter.num_bodies, 6), True, state)
+        return _arrays.view(a, (self.matter.num_bodies, 6), True, state._h)
 
     def mobility_forces(self, state):
         """The applied mobility forces, (nu,) read-only view (Dynamics)."""
         a = lib.mbk_multibody_get_mobility_forces(self._p(), state._p())
         if not a:
             raise_status(lib.mbk_last_status() or -2)
-        return _arrays.view(a, state.nu, True, state)
+        return _arrays.view(a, state.nu, True, state._h)
 
     # ---- URDF names (for a System from mbk.load_urdf) ----------------------------
     def urdf_find_joint(self, name):

@@ -41,22 +41,43 @@ _SET = {k: getattr(lib, "mbk_state_set_" + k) for k in "quzy"}
 _UPD_STAGE = {"q": "Position", "u": "Velocity", "z": "Dynamics", "y": "Position"}
 
 
+class _Handle:
+    """Owns the C State (or, for a borrowed one, keeps its owner alive). Views
+    refer to the handle, not to the State object that caches them: no cycle
+    through numpy arrays, which the cyclic garbage collector cannot see into."""
+    __slots__ = ("ptr", "owned", "owner")
+
+    def __init__(self, ptr, owned, owner=None):
+        self.ptr, self.owned, self.owner = ptr, owned, owner
+
+    def close(self):
+        if self.owned and self.ptr:
+            lib.mbk_state_destroy(self.ptr)
+        self.ptr = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
 class State:
     """A State of a System. `State(system)` makes a new one from the System's
     default State (mbk_state_create + mbk_state_init), realized to `stage`
     (Instance by default, so q, u, z are there to read and set)."""
-    __slots__ = ("_ptr", "_owned", "_const", "system", "_views", "_owner", "__weakref__")
+    __slots__ = ("_ptr", "_h", "_const", "system", "_views", "__weakref__")
 
     def __init__(self, system=None, stage=Stage.INSTANCE):
         self._ptr = None
-        self._owned = True
+        self._h = None
         self._const = False
         self._views = {}
-        self._owner = None
         self.system = system
         ptr = lib.mbk_state_create()
         if not ptr:
             raise_status(lib.mbk_last_status() or -4)
+        self._h = _Handle(ptr, True)
         self._ptr = ptr
         if system is not None:
             check(lib.mbk_state_init(ptr, system._ptr))
@@ -68,22 +89,17 @@ class State:
         """A State object over a State the C side owns (an integrator's, a callback's);
         `owner` (an Integrator) is kept alive as long as the object and its views."""
         s = cls.__new__(cls)
-        s._ptr, s._owned, s._const, s.system, s._views = ptr, False, const, system, {}
-        s._owner = owner
+        s._ptr, s._const, s.system, s._views = ptr, const, system, {}
+        s._h = _Handle(ptr, False, owner)
         return s
 
     def close(self):
-        """Destroy the C State now (also done when the object is collected)."""
-        if self._owned and self._ptr:
-            lib.mbk_state_destroy(self._ptr)
+        """Destroy the C State now (otherwise done when the State and every view of
+        it are gone). Views taken before must not be used afterwards."""
+        if self._h is not None:
+            self._h.close()
         self._ptr = None
         self._views = {}
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __enter__(self):
         return self
@@ -127,7 +143,7 @@ class State:
         v = self._views.get(name)
         if v is not None and v[0] == key:
             return v[1]
-        arr = _view(a, n, True, self)
+        arr = _view(a, n, True, self._h)
         self._views[name] = (key, arr)
         return arr
 
@@ -233,7 +249,7 @@ class State:
         a = _UPD[name](p)
         if n < 0 or not a and n > 0:
             raise_status(lib.mbk_last_status() if lib.mbk_last_status() < 0 else -2)
-        return _view(a, n, False, self)
+        return _view(a, n, False, self._h)
 
     def upd_q(self):
         """Writable view of q; invalidates Position (now, not on later writes)."""
@@ -294,7 +310,7 @@ class State:
         a = lib.mbk_state_get_event_triggers(p, g)
         if n and not a:
             raise_status(lib.mbk_last_status() or -2)
-        return _view(a, n, True, self)
+        return _view(a, n, True, self._h)
 
     # ---- checkpoints (include/mbk/checkpoint.h) ------------------------------
     def save(self, path, system=None):
