@@ -225,7 +225,7 @@ class System:
 
     def y0(self, state=None):
         """A copy of y = [q u z] of `state` (default: the default State realized to Instance)."""
-        s = state if state is not None else State(self)
+        s = state if state is not None else self.new_state()
         return np.array(s.y)
 
     def ydot(self, t, y, out=None, state=None):
@@ -238,12 +238,12 @@ class System:
             if c is None:
                 c = self._ode_cache()
             s, ny, shape, ybuf, ya, obuf, oa = c
-            if type(y) is not _ndarray or y.shape != shape or y.dtype is not _F64:
+            if type(y) is not _ndarray or y.shape != shape:
                 if lib.mbk_system_check_state(self._p(), s) < 0:  # the topology changed
                     self._ode_stale()
                     return self.ydot(t, y, out)
                 y = _arrays.f64(y, ny, "y")
-            _copyto(ybuf, y)
+            _copyto(ybuf, y)      # cheaper than looking up y's address (y.ctypes.data)
             rc = _calc_ydot(self._ptr, s, t, ya, oa)
             if rc or pending[0]:
                 if rc == _ESTALE:
