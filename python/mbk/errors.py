@@ -120,27 +120,29 @@ def last_error():
 # ---- exceptions raised inside callbacks --------------------------------------
 # A callback wrapper stores the first exception here (per thread: the C kernel
 # calls back on the thread that called it) and returns a fatal status; the
-# wrapper of the C call re-raises it. `pending[0]` is a quick flag.
+# wrapper of the C call re-raises it. `pending[0]` counts the exceptions stored
+# and not yet taken, over all threads: a quick test on the success path.
 _tls = threading.local()
-pending = [False]
+pending = [0]
 
 
 def store_exception(exc):
     """Remember exc (the first one wins) until the C call that led to it returns."""
     if getattr(_tls, "exc", None) is None:
         _tls.exc = exc
-        pending[0] = True
+        pending[0] += 1
 
 
 def take_exception():
     exc = getattr(_tls, "exc", None)
-    _tls.exc = None
-    pending[0] = False
+    if exc is not None:
+        _tls.exc = None
+        pending[0] -= 1
     return exc
 
 
 def raise_pending():
-    """Raise the exception a callback stored, if any."""
+    """Raise the exception a callback stored on this thread, if any."""
     if pending[0]:
         exc = take_exception()
         if exc is not None:
@@ -148,11 +150,10 @@ def raise_pending():
 
 
 def raise_status(status, what=None):
-    """Raise the exception of a negative status, or the one a callback stored."""
-    if pending[0]:
-        exc = take_exception()
-        if exc is not None:
-            raise exc
+    """Raise the exception a callback stored, or the one of a negative status."""
+    exc = take_exception()
+    if exc is not None:
+        raise exc
     msg = last_error()
     if what and not msg:
         msg = what
@@ -160,14 +161,17 @@ def raise_status(status, what=None):
 
 
 def check(status):
-    """Return a non-negative status; raise for a negative one (or a stored callback exception)."""
-    if status < 0 or pending[0]:
-        if pending[0]:
-            exc = take_exception()
-            if exc is not None:
-                raise exc
-        if status < 0:
-            raise error_class(status)(last_error(), status)
+    """Return a non-negative status; raise for a negative one (the exception a
+    callback stored, when one did, else the status's own class)."""
+    if status < 0:
+        exc = take_exception()
+        if exc is not None:
+            raise exc
+        raise error_class(status)(last_error(), status)
+    if pending[0]:
+        exc = take_exception()
+        if exc is not None:
+            raise exc
     return status
 
 
