@@ -184,3 +184,38 @@ def test_function_errors():
         mbk.Linear([1.0, 2.0]).value(1.0, 2.0)             # wrong argument count
     with pytest.raises(mbk.InvalidArgumentError):
         mbk.Step(0, 1, 0, 1).derivative([0, 0, 0, 0], 0.5)  # order above 3
+
+
+def test_plain_system_and_more_force_subsystems():
+    plain = mbk.System("plain")
+    assert plain.num_subsystems == 0 and plain.name == "plain" and "plain" in repr(plain)
+    plain.realize_topology()
+    s = plain.new_state()
+    assert s.ny == 0 and s.y.shape == (0,)
+    s.realize(Stage.REPORT)
+    with pytest.raises(mbk.InvalidArgumentError):
+        plain.subsystem_name(3)
+    sys_ = mbk.MultibodySystem("more")
+    sys_.matter.add_body(0, body(), mbk.Slider())
+    extra = sys_.add_forces("extra")
+    assert extra.subsystem_index == 2 and sys_.num_subsystems == 3
+    extra.add_mobility_linear_spring(1, 0, 10.0, 0.0)
+    s = sys_.new_state()
+    s.q = [0.1]
+    s.realize(Stage.ACCELERATION)
+    assert s.udot[0] < 0 and sys_.potential_energy(s) > 0
+    with sys_:
+        pass
+    with pytest.raises(mbk.InvalidArgumentError, match="closed"):
+        sys_.matter.num_bodies
+
+
+def test_unrealizable_inertia_and_names():
+    sys_ = mbk.MultibodySystem("odd")
+    odd = mbk.MassProps(1.0, inertia=(1.0, 1.0, 3.0))      # breaks the triangle inequality
+    with pytest.raises(mbk.InvalidArgumentError):
+        sys_.matter.add_body(0, odd, mbk.Pin())
+    b = sys_.matter.add_body(0, odd, mbk.Pin(), unrealizable=True, name="odd")
+    assert sys_.matter.find_body("odd") == b
+    sys_.matter.set_body_name(b, None)
+    assert sys_.matter.find_body("odd") == -1
