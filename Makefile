@@ -1,5 +1,6 @@
 # Convenience front end to CMake. `make run` and `make test` install what is
-# missing (Debian packages), configure, build, then run.
+# missing (Debian packages; the Python venv .venv with pinned packages from PyPI),
+# configure, build, then run.
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMBK_WERROR=ON
@@ -12,6 +13,7 @@ all: build
 
 deps:
 	@bash scripts/install-deps.sh
+	@bash scripts/python-env.sh
 
 build: deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)

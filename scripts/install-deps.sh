@@ -14,6 +14,7 @@ packages=(
   libsimbody-dev                    # independent reference for tests and benchmarks
   libjs-three                       # three.js, embedded in the pages mbk run --html writes (viewer/)
   chromium                          # headless browser of the viewer tests (skipped without it)
+  python3 python3-venv              # the Python package's venv (scripts/python-env.sh)
 )
 
 missing=()
