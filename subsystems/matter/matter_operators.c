@@ -81,20 +81,75 @@ static inline mbk_spatial_vec force_to_origin(const mbk_spatial_vec *F, mbk_vec3
     return mbk_spatial_vec_make(mbk_vec3_add(F->w, mbk_vec3_cross(p, F->v)), F->v);
 }
 
-/* Row col of M left of the body's own block, and its mirror in column col:
-   H^T F for every ancestor's u, zeros for the u of other branches. Ancestors
-   come in unbranched runs whose u are contiguous, so the walk is a few dense
-   loops, not a chase through parent indices. */
-static void mass_row_ancestors(const mbk_matter *m, const mt_body *b, const mbk_spatial_vec *HO,
-                               const mbk_spatial_vec *F_O, double *M, int col, int n)
+/* H about Ground's origin, one array per component (structure of arrays), so that a row's
+   entries over a run of ancestors are one loop the compiler vectorizes. */
+typedef struct mass_h {
+    double *wx, *wy, *wz, *vx, *vy, *vz;
+} mass_h;
+
+/* row[u] = H_u^T F for u in [lo, top): the 6-vector dot product of mbk_spatial_vec_dot, in its
+   order of operations, over a run of contiguous u. */
+static void mass_row_run(double *restrict row, const double *restrict wx, const double *restrict wy,
+                         const double *restrict wz, const double *restrict vx, const double *restrict vy,
+                         const double *restrict vz, mbk_spatial_vec F, int lo, int top)
+{
+    for (int u = lo; u < top; ++u)
+        row[u] = (wx[u] * F.w.x + wy[u] * F.w.y + wz[u] * F.w.z) + (vx[u] * F.v.x + vy[u] * F.v.y + vz[u] * F.v.z);
+}
+
+/* Row col of M left of the body's own block (the lower triangle): H^T F for every ancestor's
+   u, zeros for the u of other branches. Ancestors come in unbranched runs whose u are
+   contiguous, so the walk is a few dense loops, not a chase through parent indices. */
+static void mass_row_ancestors(const mbk_matter *m, const mt_body *b, const mass_h *h, mbk_spatial_vec F_O,
+                               double *row)
+{
+    int hi = b->u0; /* columns hi.. are written */
+    for (int k = b->parent; k > 0; k = m->bodies[m->bodies[k].run0].parent) {
+        int lo = m->bodies[m->bodies[k].run0].u0, top = m->bodies[k].u0 + m->bodies[k].nu;
+        if (top < hi) memset(row + top, 0, (size_t)(hi - top) * sizeof *row);
+        mass_row_run(row, h->wx, h->wy, h->wz, h->vx, h->vy, h->vz, F_O, lo, top);
+        hi = lo;
+    }
+    if (hi > 0) memset(row, 0, (size_t)hi * sizeof *row);
+}
+
+/* The upper triangle from the lower, for a dense lower triangle (long chains): tiles of
+   T x T, so that every cache line of the source is read once and every line of the
+   destination written once (a column-wise mirror touches a new line per entry). */
+static void mass_mirror_tiled(double *M, int n)
+{
+    enum { T = 8 };
+    for (int r0 = 0; r0 < n; r0 += T) {
+        int r1 = r0 + T < n ? r0 + T : n;
+        for (int c0 = r0; c0 < n; c0 += T) {
+            int c1 = c0 + T < n ? c0 + T : n;
+            for (int r = r0; r < r1; ++r) {
+                double *dst = M + (size_t)r * (size_t)n;
+                for (int c = c0 > r + 1 ? c0 : r + 1; c < c1; ++c) dst[c] = M[(size_t)c * (size_t)n + (size_t)r];
+            }
+        }
+    }
+}
+
+/* Row col of M left of the body's own block and its mirror in column col, for trees (a
+   sparse lower triangle: most ancestors sit alone in their runs, and most entries are zeros
+   between branches): the row's right part is zeroed first, the ancestors' entries written
+   to both triangles as they come. Rows in u order, so a row is zeroed before later rows write
+   their mirrored entries into it. */
+static void mass_row_ancestors_mirrored(const mbk_matter *m, const mt_body *b, const mass_h *h, mbk_spatial_vec F_O,
+                                        double *M, int col, int n)
 {
     double *row = M + (size_t)col * (size_t)n;
     int hi = b->u0; /* columns hi.. are written */
     for (int k = b->parent; k > 0; k = m->bodies[m->bodies[k].run0].parent) {
         int lo = m->bodies[m->bodies[k].run0].u0, top = m->bodies[k].u0 + m->bodies[k].nu;
         if (top < hi) memset(row + top, 0, (size_t)(hi - top) * sizeof *row);
-        for (int u = lo; u < top; ++u) row[u] = mbk_spatial_vec_dot(HO[u], *F_O);
-        for (int u = lo; u < top; ++u) M[(size_t)u * (size_t)n + (size_t)col] = row[u];
+        for (int u = lo; u < top; ++u) {
+            double e = (h->wx[u] * F_O.w.x + h->wy[u] * F_O.w.y + h->wz[u] * F_O.w.z) +
+                       (h->vx[u] * F_O.v.x + h->vy[u] * F_O.v.y + h->vz[u] * F_O.v.z);
+            row[u] = e;
+            M[(size_t)u * (size_t)n + (size_t)col] = e;
+        }
         hi = lo;
     }
     if (hi > 0) memset(row, 0, (size_t)hi * sizeof *row);
@@ -103,7 +158,11 @@ static void mass_row_ancestors(const mbk_matter *m, const mt_body *b, const mbk_
 /* Composite-rigid-body algorithm: composite inertias tip to base, then each
    body's H columns times its composite inertia, carried up to every ancestor.
    The force and the ancestors' H are taken about Ground's origin, where the
-   power H^T F needs no shifting, so each entry costs one 6-vector dot product. */
+   power H^T F needs no shifting, so each entry costs one 6-vector dot product.
+   When most bodies continue an unbranched run (chains: a dense lower triangle), the
+   sweep fills the lower triangle row by row (contiguous writes, vectorized over each
+   run) and the upper triangle is mirrored afterwards by tiles; otherwise (trees: most
+   entries are zeros between branches) each entry is mirrored as it is computed. */
 int mbk_matter_calc_mass_matrix(const mbk_matter *m, const mbk_state *s, double *M)
 {
     int rc = mt_need(m, s, MBK_STAGE_POSITION, "mbk_matter_calc_mass_matrix");
@@ -112,36 +171,46 @@ int mbk_matter_calc_mass_matrix(const mbk_matter *m, const mbk_state *s, double 
     const mt_pos *pos = mt_cache(m, s, C_POS);
     const mbk_spatial_vec *H = mt_cache(m, s, C_H);
     mt_composite *Ic = mt_cache(m, s, C_SCRATCH_MAT);
-    mbk_spatial_vec *HO = (mbk_spatial_vec *)(Ic + m->nb);
     int n = m->nu;
+    /* the scratch entry holds nu + 1 spatial vectors after the composites: 6 arrays of nu */
+    double *hd = (double *)(Ic + m->nb);
+    const mass_h h = {hd, hd + n, hd + 2 * n, hd + 3 * n, hd + 4 * n, hd + 5 * n};
+    int in_runs = 0; /* bodies whose parent is the body before */
     for (int i = 1; i < m->nb; ++i) {
         const mt_body *b = &m->bodies[i];
+        in_runs += b->parent == i - 1;
         Ic[i].m = b->mass;
         Ic[i].h = mbk_vec3_scale(pos[i].c_G, b->mass);
         Ic[i].I = pos[i].I_G;
-        for (int j = 0; j < b->nu; ++j) HO[b->u0 + j] = motion_to_origin(&H[b->u0 + j], pos[i].X_GB.p);
+        for (int j = 0; j < b->nu; ++j) {
+            int u = b->u0 + j;
+            mbk_spatial_vec HO = motion_to_origin(&H[u], pos[i].X_GB.p);
+            h.wx[u] = HO.w.x, h.wy[u] = HO.w.y, h.wz[u] = HO.w.z;
+            h.vx[u] = HO.v.x, h.vy[u] = HO.v.y, h.vz[u] = HO.v.z;
+        }
     }
     for (int i = m->nb - 1; i >= 1; --i) {
         int p = m->bodies[i].parent;
         if (p > 0) mt_composite_add_shifted(&Ic[p], &Ic[i], pos[i].r_PB);
     }
-    /* Row by row in u order: a row's right part is zeroed before later rows
-       write their mirrored entries into it. */
+    const bool dense = 2 * in_runs > m->nb;
     for (int i = 1; i < m->nb; ++i) {
         const mt_body *b = &m->bodies[i];
         for (int j = 0; j < b->nu; ++j) {
             int col = b->u0 + j;
             double *row = M + (size_t)col * (size_t)n;
-            memset(row + col + 1, 0, (size_t)(n - col - 1) * sizeof *row);
+            if (!dense) memset(row + col + 1, 0, (size_t)(n - col - 1) * sizeof *row);
             mbk_spatial_vec F = mt_composite_mul(&Ic[i], &H[col]);
             for (int r = 0; r <= j; ++r) {
                 row[b->u0 + r] = mbk_spatial_vec_dot(H[b->u0 + r], F);
-                M[(size_t)(b->u0 + r) * (size_t)n + (size_t)col] = row[b->u0 + r];
+                if (!dense) M[(size_t)(b->u0 + r) * (size_t)n + (size_t)col] = row[b->u0 + r];
             }
             mbk_spatial_vec F_O = force_to_origin(&F, pos[i].X_GB.p);
-            mass_row_ancestors(m, b, HO, &F_O, M, col, n);
+            if (dense) mass_row_ancestors(m, b, &h, F_O, row);
+            else mass_row_ancestors_mirrored(m, b, &h, F_O, M, col, n);
         }
     }
+    if (dense) mass_mirror_tiled(M, n);
     return MBK_OK;
 }
 
