@@ -72,7 +72,7 @@ void bench_model_open(const model_spec *sp, result *res, model_run *mr)
     res->mbk_only = sp->mbk_only;
     res->kind = model.n_balls ? MK_CONSTRAINED : model.n_spheres ? MK_CONTACT : MK_PLAIN;
     res->chain = res->kind == MK_PLAIN && !strcmp(sp->kind, "chain");
-    for (int op = 0; op < NUM_OPS; ++op) res->err[op] = res->err2[op] = NAN;
+    for (int op = 0; op < NUM_OPS; ++op) res->err[op] = res->err2[op] = res->err_pin[op] = res->err_df[op] = NAN;
     printf("%s: %d bodies, nq %d, nu %d%s\n", model.name, model.n, model.nq, model.nu,
            sp->mbk_only ? " (mbk only)" : "");
     size_t nu = (size_t)model.nu;
@@ -143,12 +143,54 @@ void bench_model_open(const model_spec *sp, result *res, model_run *mr)
                 model.name, res->err_mj, TOL);
         }
     }
+    pin_side *pn = NULL;
+    void *df = NULL;
+    if (!sp->mbk_only && res->kind == MK_PLAIN && pin_available()) {
+        pn = pin_create(&model);
+        if (!pn) bench_die("%s: %s", model.name, pin_last_error());
+        if (pin_set_inputs(pn, q, u, kud) < 0) bench_die("%s: %s", model.name, pin_last_error());
+        res->has_pin = 1;
+        printf("  cross-check Pinocchio %s vs mbk (relative):", pin_version());
+        for (int op = 0; op < NUM_OPS; ++op)
+            if (pin_has_op((bench_op)op) && bench_op_applies(res, (bench_op)op)) {
+                int len = mb_result_len(mb, (bench_op)op);
+                double *a = bench_xcalloc((size_t)len, sizeof(double)), *b = bench_xcalloc((size_t)len, sizeof(double));
+                if (mb_eval(mb, (bench_op)op, a) < 0) bench_die("%s: %s", model.name, mb_last_error());
+                if (pin_eval(pn, (bench_op)op, b) < 0) bench_die("%s: %s", model.name, pin_last_error());
+                res->err_pin[op] = bench_rel_diff(b, a, (size_t)len);
+                printf(" %s %.1e", OPS[op].name, res->err_pin[op]);
+                free(a);
+                free(b);
+                if (!(res->err_pin[op] <= TOL))
+                    bench_die("%s: %s: Pinocchio differs from mbk by %.3e relative (tolerance %.0e); not timing a wrong answer",
+                        model.name, OPS[op].name, res->err_pin[op], TOL);
+            }
+        printf("\n");
+    }
+    if (bench_default_loaded()) {
+        df = bench_default_create(&model, q, u, v, kud);
+        for (int op = 0; op < NUM_OPS; ++op)
+            if (bench_op_applies(res, (bench_op)op)) {
+                int len = mb_result_len(mb, (bench_op)op);
+                double *a = bench_xcalloc((size_t)len, sizeof(double)), *b = bench_xcalloc((size_t)len, sizeof(double));
+                if (mb_eval(mb, (bench_op)op, a) < 0) bench_die("%s: %s", model.name, mb_last_error());
+                if (bench_default_eval(df, (bench_op)op, b) < 0) bench_die("%s: default build: %s", model.name, bench_default_last_error());
+                res->err_df[op] = bench_rel_diff(b, a, (size_t)len);
+                free(a);
+                free(b);
+                if (!(res->err_df[op] <= 1e-12))
+                    bench_die("%s: %s: the default build differs from this build by %.3e relative", model.name,
+                        OPS[op].name, res->err_df[op]);
+            }
+    }
     printf("  self-check |residual(udot)| relative: %.1e\n", res->self_check);
     if (!(res->self_check <= TOL)) bench_die("%s: mbk's residual at its own udot is %.3e relative", model.name, res->self_check);
     mr->model = model;
     mr->mb = mb;
     mr->sb = sb;
     mr->mj = mj;
+    mr->pn = pn;
+    mr->df = df;
     mr->q = q;
     mr->u = u;
     mr->v = v;
@@ -162,6 +204,8 @@ void bench_model_close(model_run *mr)
     bench_ops_finish(mr);
     bench_state_copy(mr->res, mr->mb);
     mjb_destroy(mr->mj);
+    pin_destroy(mr->pn);
+    bench_default_destroy(mr->df);
     sb_destroy(mr->sb);
     mb_destroy(mr->mb);
     free(mr->q);

@@ -3,6 +3,7 @@
  * allocations. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -35,6 +36,23 @@ static char *cpu_name(char *buf, size_t n)
         }
     fclose(f);
     return buf;
+}
+
+/* The clock of the first CPU in /proc/cpuinfo, GHz (2.6 if unknown). */
+static double cpu_ghz(void)
+{
+    double mhz = 2600.0;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return mhz / 1e3;
+    char line[512];
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "cpu MHz", 7)) {
+            const char *c = strchr(line, ':');
+            if (c && atof(c + 1) > 100) mhz = atof(c + 1);
+            break;
+        }
+    fclose(f);
+    return mhz / 1e3;
 }
 
 static int num_cpus(void)
@@ -364,6 +382,10 @@ void bench_write_report(FILE *f, const result *rs, int n, double wall)
     }
     fprintf(f, "\n");
 
+    bench_write_pinocchio(f, rs, n);
+    bench_write_limits(f, rs, n, cpu_ghz());
+    bench_write_default_build(f, rs, n);
+    bench_write_previous(f, rs, n);
     write_op_tables(f, rs, n);
     write_special_models(f, rs, n);
 

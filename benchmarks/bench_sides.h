@@ -26,6 +26,10 @@ typedef enum bench_op {
     OP_CONSTRAINED, /* constrained forward dynamics: set q and u, realize to Acceleration
                        (udot and multipliers); models with constraints only */
     OP_STEP,        /* one fixed RK-Merson step of BENCH_STEP_H (see below) */
+    OP_ID,          /* inverse dynamics with gravity from scratch: set q and u, realize to Dynamics,
+                       residual force with the System's applied forces (Pinocchio: rnea) */
+    OP_MASS_KIN,    /* mass matrix from scratch: set q, realize to Position, explicit M
+                       (Pinocchio: crba, which computes its kinematics from q) */
     NUM_OPS
 } bench_op;
 
@@ -94,6 +98,26 @@ int sb_constraint_errors(sb_side *s, double *perr, double *verr);
 const char *sb_last_error(void);
 /* "3.7" etc. */
 const char *sb_version(void);
+
+/* ---- Pinocchio (aba, rnea, crba) ----
+   C++ from the headers of the PyPI wheels (libpinocchio, cmeel-eigen, cmeel-boost), its templates
+   instantiated with the benchmark's own flags; built only when configured with
+   MBK_PINOCCHIO_PREFIX (make bench installs the wheels into a virtual environment). Inputs and
+   results in mbk's order and conventions; the free base is mapped (bench_pinocchio.cpp). Ops:
+   OP_FULL = aba(q, v, 0), OP_ID = rnea(q, v, udot), OP_MASS_KIN = crba(q) (upper triangle, as
+   Pinocchio fills it; the result is mirrored for the cross-check). */
+typedef struct pin_side pin_side;
+int pin_available(void);
+const char *pin_version(void);
+pin_side *pin_create(const bm_model *model);
+void pin_destroy(pin_side *s);
+int pin_set_inputs(pin_side *s, const double *q, const double *u, const double *known_udot);
+/* Whether Pinocchio runs an op (OP_FULL, OP_ID, OP_MASS_KIN). */
+int pin_has_op(bench_op op);
+/* Run the op once and copy its result out in mbk's order and conventions (as mb_eval). */
+int pin_eval(pin_side *s, bench_op op, double *out);
+int pin_run(pin_side *s, bench_op op, long reps);
+const char *pin_last_error(void);
 
 /* ---- whole runs (integration) ---- */
 typedef struct run_result {
