@@ -13,7 +13,12 @@
 // other pin is JointModelRZ in F, and the body is appended at X_MB = X_BM^-1. The free base is a
 // JointModelFreeFlyer.
 //
-// Conventions. Joints are added in body order, so idx_q / idx_v follow mbk's q / u order. mbk's
+// Order. Pinocchio needs every subtree's joints contiguous (crba and the Jacobians walk a joint's
+// subtree as the range idx_v .. idx_v + nvSubtree), so joints are added in depth-first order, as
+// its URDF parser does; mbk's treeK numbers bodies breadth-first. q, v and the results are
+// permuted between the two orders.
+//
+// Conventions. mbk's
 // free mobilizer has q = (quaternion w x y z, p) and u = (w, v), w and the origin's velocity v
 // both in Ground; Pinocchio's free flyer has q = (p, x y z w) and v = (R^T v, R^T w) in the body
 // frame (linear first). With v_pin = J u (J takes (w, v) to (R^T v, R^T w)):
@@ -59,7 +64,9 @@ struct pin_side {
     Model model;
     Data *data = nullptr;
     int nq = 0, nu = 0;
-    int free_body = 0, free_q = 0, free_u = 0; // mbk body with the free joint (0: none), its q, u
+    int free_body = 0, free_q = 0, free_u = 0; // mbk body with the free joint (0: none), its q, u (mbk)
+    int pin_fq = 0, pin_fv = 0;                // the free joint's idx_q, idx_v in Pinocchio
+    std::vector<int> qmap, vmap;               // mbk q / u index -> Pinocchio's
     Eigen::VectorXd q, v, a, tau;              // Pinocchio's conventions
     Eigen::Matrix3d R;                         // free base rotation at the inputs
     Eigen::Vector3d wl, vl;                    // its angular and linear velocity in the body frame
@@ -96,9 +103,21 @@ pin_side *pin_create(const bm_model *m)
     int rc = guarded([&] {
         std::vector<JointIndex> joint(m->n + 1, 0);
         std::vector<SE3> X_JB(m->n + 1, SE3::Identity()); // body frame in its joint frame
+        // depth-first (pre-order) order of the bodies, children in mbk's order
+        std::vector<std::vector<int>> children(m->n + 1);
         for (int i = 1; i <= m->n; ++i) {
+            if (m->bodies[i - 1].parent >= i) throw std::runtime_error("parent after child");
+            children[m->bodies[i - 1].parent].push_back(i);
+        }
+        std::vector<int> order, stack(children[0].rbegin(), children[0].rend());
+        while (!stack.empty()) {
+            const int i = stack.back();
+            stack.pop_back();
+            order.push_back(i);
+            stack.insert(stack.end(), children[i].rbegin(), children[i].rend());
+        }
+        for (int i : order) {
             const bm_body &b = m->bodies[i - 1];
-            if (b.parent >= i) throw std::runtime_error("parent after child");
             const SE3 X_PF = to_se3(b.X_PF), X_BM = to_se3(b.X_BM);
             Eigen::Matrix3d I;
             for (int r = 0; r < 3; ++r)
@@ -131,8 +150,14 @@ pin_side *pin_create(const bm_model *m)
             }
         }
         if (s->model.nq != m->nq || s->model.nv != m->nu) throw std::runtime_error("nq / nv differ from mbk's");
-        for (int i = 1; i <= m->n; ++i)
-            if (s->model.idx_vs[joint[i]] != m->u0[i]) throw std::runtime_error("v layout differs from body order");
+        s->qmap.assign(m->nq, 0);
+        s->vmap.assign(m->nu, 0);
+        for (int i = 1; i <= m->n; ++i) {
+            const int nvb = s->model.nvs[joint[i]];
+            for (int k = 0; k < s->model.nqs[joint[i]]; ++k) s->qmap[m->q0[i] + k] = s->model.idx_qs[joint[i]] + k;
+            for (int k = 0; k < nvb; ++k) s->vmap[m->u0[i] + k] = s->model.idx_vs[joint[i]] + k;
+            if (i == s->free_body) s->pin_fq = s->model.idx_qs[joint[i]], s->pin_fv = s->model.idx_vs[joint[i]];
+        }
         s->model.gravity.linear() << m->gravity[0], m->gravity[1], m->gravity[2];
         s->model.gravity.angular().setZero();
         s->data = new Data(s->model);
@@ -158,23 +183,23 @@ void pin_destroy(pin_side *s) { delete s; }
 int pin_set_inputs(pin_side *s, const double *q, const double *u, const double *known_udot)
 {
     return guarded([&] {
-        for (int i = 0; i < s->nq; ++i) s->q[i] = q[i];
-        for (int i = 0; i < s->nu; ++i) s->v[i] = u[i], s->a[i] = known_udot[i];
+        for (int i = 0; i < s->nq; ++i) s->q[s->qmap[i]] = q[i];
+        for (int i = 0; i < s->nu; ++i) s->v[s->vmap[i]] = u[i], s->a[s->vmap[i]] = known_udot[i];
         if (!s->free_body) return;
-        const int q0 = s->free_q, u0 = s->free_u;
+        const int q0 = s->free_q, u0 = s->free_u, pq = s->pin_fq, pv = s->pin_fv;
         const Eigen::Quaterniond quat(q[q0], q[q0 + 1], q[q0 + 2], q[q0 + 3]); // w x y z
         s->R = quat.toRotationMatrix();
-        s->q.segment<3>(q0) = Eigen::Vector3d(q[q0 + 4], q[q0 + 5], q[q0 + 6]);
-        s->q.segment<4>(q0 + 3) = quat.coeffs(); // x y z w
+        s->q.segment<3>(pq) = Eigen::Vector3d(q[q0 + 4], q[q0 + 5], q[q0 + 6]);
+        s->q.segment<4>(pq + 3) = quat.coeffs(); // x y z w
         const Eigen::Vector3d w(u[u0], u[u0 + 1], u[u0 + 2]), vo(u[u0 + 3], u[u0 + 4], u[u0 + 5]);
         s->wl = s->R.transpose() * w;
         s->vl = s->R.transpose() * vo;
-        s->v.segment<3>(u0) = s->vl;
-        s->v.segment<3>(u0 + 3) = s->wl;
+        s->v.segment<3>(pv) = s->vl;
+        s->v.segment<3>(pv + 3) = s->wl;
         const Eigen::Vector3d wd(known_udot[u0], known_udot[u0 + 1], known_udot[u0 + 2]);
         const Eigen::Vector3d vd(known_udot[u0 + 3], known_udot[u0 + 4], known_udot[u0 + 5]);
-        s->a.segment<3>(u0) = s->R.transpose() * vd - s->wl.cross(s->vl);
-        s->a.segment<3>(u0 + 3) = s->R.transpose() * wd;
+        s->a.segment<3>(pv) = s->R.transpose() * vd - s->wl.cross(s->vl);
+        s->a.segment<3>(pv + 3) = s->R.transpose() * wd;
     });
 }
 
@@ -205,20 +230,21 @@ int pin_eval(pin_side *s, bench_op op, double *out)
     if (rc < 0) return rc;
     return guarded([&] {
         const Data &d = *s->data;
-        const int n = s->nu, u0 = s->free_u;
-        // J takes mbk's u to Pinocchio's v: identity but at the free base
-        Eigen::MatrixXd J = Eigen::MatrixXd::Identity(n, n);
+        const int n = s->nu, u0 = s->free_u, pv = s->pin_fv;
+        // J takes mbk's u to Pinocchio's v: the permutation, and the free base's frames
+        Eigen::MatrixXd J = Eigen::MatrixXd::Zero(n, n);
+        for (int k = 0; k < n; ++k) J(s->vmap[k], k) = 1.0;
         if (s->free_body) {
-            J.block<3, 3>(u0, u0).setZero();
-            J.block<3, 3>(u0, u0 + 3) = s->R.transpose();
-            J.block<3, 3>(u0 + 3, u0) = s->R.transpose();
-            J.block<3, 3>(u0 + 3, u0 + 3).setZero();
+            J.block<6, 6>(pv, u0).setZero();
+            J.block<3, 3>(pv, u0 + 3) = s->R.transpose();
+            J.block<3, 3>(pv + 3, u0) = s->R.transpose();
         }
         switch (op) {
         case OP_FULL: {
-            Eigen::VectorXd ud = d.ddq;
+            Eigen::VectorXd ud(n);
+            for (int k = 0; k < n; ++k) ud[k] = d.ddq[s->vmap[k]];
             if (s->free_body) {
-                const Eigen::Vector3d al = d.ddq.segment<3>(u0), aa = d.ddq.segment<3>(u0 + 3);
+                const Eigen::Vector3d al = d.ddq.segment<3>(pv), aa = d.ddq.segment<3>(pv + 3);
                 ud.segment<3>(u0) = s->R * aa;
                 ud.segment<3>(u0 + 3) = s->R * (al + s->wl.cross(s->vl));
             }
