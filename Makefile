@@ -51,9 +51,10 @@ bench: deps
 	mkdir -p build-bench
 	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DMBK_BUILD_BENCHMARKS=ON \
 	  "-DCMAKE_C_FLAGS_RELEASE=$(BENCH_FLAGS)" "-DCMAKE_CXX_FLAGS_RELEASE=$(BENCH_FLAGS)" \
-	  "-DMBK_PINOCCHIO_PREFIX=$$(bash scripts/bench-venv.sh $(BENCH_VENV))"
+	  "-DMBK_BENCH_PY_SITE=$$(bash scripts/bench-venv.sh $(BENCH_VENV))"
 	cmake --build build-bench -j $(JOBS) --target mbk_bench
-	cmake -S . -B build-bench-default $(CMAKE_FLAGS) -DMBK_BUILD_BENCHMARKS=ON -DMBK_PINOCCHIO_PREFIX=
+	cmake -S . -B build-bench-default $(CMAKE_FLAGS) -DMBK_BUILD_BENCHMARKS=ON -DMBK_BENCH_PY_SITE= \
+	  -DMBK_PINOCCHIO_PREFIX= -DMBK_MUJOCO_PYPI_DIR=
 	cmake --build build-bench-default -j $(JOBS) --target mbk_bench_default_side
 	OPENBLAS_NUM_THREADS=1 build-bench/benchmarks/mbk_bench --md docs/benchmarks.md --csv benchmarks/results.csv \
 	  --default-side build-bench-default/benchmarks/mbk_bench_default_side.so --prev-csv benchmarks/results.csv $(BENCH_ARGS)

@@ -28,6 +28,10 @@ void bench_write_csv(FILE *f, const result *rs, int n)
                 fprintf(f, "%s,%d,%d,%s,mbk_default_build,%ld,%d,%.6g,%.6g,%.6g,,,%.3g,,\n", r->name, r->bodies, r->nu,
                         OPS[op].name, r->df[op].reps, r->df[op].batches, r->df[op].med, r->df[op].min,
                         r->df[op].med * 1e3 / r->bodies, r->err_df[op]);
+            if (op == OP_FULL && r->has_mj4)
+                fprintf(f, "%s,%d,%d,full,mujoco_pypi_%s_mj_forward,%ld,%d,%.6g,%.6g,%.6g,,,%.3g,,\n", r->name, r->bodies,
+                        r->nu, mj4b_version(), r->mj4.reps, r->mj4.batches, r->mj4.med, r->mj4.min,
+                        r->mj4.med * 1e3 / r->bodies, r->err_mj4);
             if (op == OP_FULL && r->has_mj)
                 fprintf(f, "%s,%d,%d,full,mujoco_mj_forward,%ld,%d,%.6g,%.6g,%.6g,,,%.3g,,\n", r->name, r->bodies, r->nu,
                         r->mj.reps, r->mj.batches, r->mj.med, r->mj.min, r->mj.med * 1e3 / r->bodies, r->err_mj);

@@ -73,6 +73,7 @@ typedef struct result {
     bstat pn[NUM_OPS];      /* Pinocchio (OP_FULL: aba, OP_ID: rnea, OP_MASS_KIN: crba) */
     double err_pin[NUM_OPS];/* Pinocchio's result vs mbk's (NaN: not run) */
     int has_pin;            /* Pinocchio side ran */
+    int pin_skipped;        /* too many u for Pinocchio's Data (pin_max_nu) */
     bstat df[NUM_OPS];      /* mbk's default build (RelWithDebInfo), when loaded (--default-side) */
     double err_df[NUM_OPS]; /* its result vs this build's mbk */
     double allocs[NUM_OPS]; /* mbk heap allocations per call */
@@ -80,6 +81,10 @@ typedef struct result {
     double err_mj;          /* MuJoCo udot vs mbk */
     int mj_excluded;        /* checked, off by more than 1e-9 (dense factorization), not timed */
     bstat mj;               /* mj_forward */
+    int has_mj4;            /* MuJoCo from PyPI: the same as has_mj, err_mj, mj_excluded, mj */
+    double err_mj4;
+    int mj4_excluded;
+    bstat mj4;
     size_t state_bytes;     /* mbk State */
     bstat copy, mcpy;       /* mbk_state_copy, memcpy of state_bytes */
     int n_eq, rank;         /* constraint equations and rank of the acceleration solve */
@@ -131,8 +136,8 @@ extern bench_options g_opt;
 /* How one side runs `reps` repetitions of an op (bench_timing.c has one per side). */
 typedef int (*run_fn)(void *side, bench_op op, long reps);
 
-/* Sides of a timing: mbk, Simbody, MuJoCo, Pinocchio, mbk's default build. */
-enum { SIDE_MB = 0, SIDE_SB, SIDE_MJ, SIDE_PIN, SIDE_DF, NSIDES };
+/* Sides of a timing: mbk, Simbody, MuJoCo (Debian's, PyPI's), Pinocchio, mbk's default build. */
+enum { SIDE_MB = 0, SIDE_SB, SIDE_MJ, SIDE_MJ4, SIDE_PIN, SIDE_DF, NSIDES };
 
 /* The timing of up to NSIDES sides of one operation, in three phases (start: warm up and
    size the batches; one batch of every side; finish: summaries), so that the operations of
@@ -160,7 +165,7 @@ typedef struct model_run {
     bm_model model;               /* the model */
     mb_side *mb;                  /* the sides (sb, mj may be NULL) */
     sb_side *sb;
-    mjb_side *mj;
+    mjb_side *mj, *mj4;           /* MuJoCo: Debian's, PyPI's */
     pin_side *pn;
     void *df;                     /* mbk default build's side (bench_default.c), or NULL */
     double *q, *u, *v, *kud;      /* the inputs */

@@ -127,6 +127,33 @@ void bench_model_open(const model_spec *sp, result *res, model_run *mr)
             }
         printf("\n");
     }
+    /* MuJoCo from PyPI, the same way (no contacts, no loop closures; left out of --quick on 1000+) */
+    mjb_side *mj4 = NULL;
+    if (!sp->mbk_only && mj4b_available() && res->kind == MK_PLAIN && !(g_quick && model.n >= 1000)) {
+        mj4 = mj4b_create(&model);
+        if (!mj4) bench_die("%s: %s", model.name, mj4b_last_error());
+        if (mj4b_set_inputs(mj4, q, u) < 0) bench_die("%s: %s", model.name, mj4b_last_error());
+        double *a = bench_xcalloc(nu, sizeof(double)), *b = bench_xcalloc(nu, sizeof(double));
+        if (mb_eval(mb, OP_FULL, a) < 0) bench_die("%s: %s", model.name, mb_last_error());
+        if (mj4b_udot(mj4, b) < 0) bench_die("%s: %s", model.name, mj4b_last_error());
+        res->err_mj4 = bench_rel_diff(b, a, nu);
+        res->has_mj4 = 1;
+        printf("  cross-check MuJoCo %s (PyPI) udot vs mbk (relative): %.1e\n", mj4b_version(), res->err_mj4);
+        free(a);
+        free(b);
+        if (!(res->err_mj4 <= TOL)) {
+            if (sb && res->err[OP_FULL] <= 1e-12 && res->err_mj4 <= 1e-6 && model.n >= 1000) {
+                printf("  MuJoCo (PyPI) left out of the timing: its udot is off by %.1e\n", res->err_mj4);
+                res->has_mj4 = 0;
+                res->mj4_excluded = 1;
+                mj4b_destroy(mj4);
+                mj4 = NULL;
+            } else {
+                bench_die("%s: MuJoCo (PyPI)'s udot differs from mbk's by %.3e relative (tolerance %.0e)", model.name,
+                          res->err_mj4, TOL);
+            }
+        }
+    }
     if (mj && !(res->err_mj <= TOL)) {
         /* MuJoCo factorizes the dense mass matrix; on long chains its udot drifts (ANCHORS.md:
            1.5e-8 at chain1000) while mbk and Simbody agree at ABA level. Only in that case is
@@ -145,7 +172,11 @@ void bench_model_open(const model_spec *sp, result *res, model_run *mr)
     }
     pin_side *pn = NULL;
     void *df = NULL;
-    if (!sp->mbk_only && res->kind == MK_PLAIN && pin_available()) {
+    if (!sp->mbk_only && res->kind == MK_PLAIN && pin_available() && model.nu > pin_max_nu()) {
+        res->pin_skipped = 1;
+        printf("  Pinocchio not run: nu %d > %d (its Data holds four nu^3 tensors: %.0f GB)\n", model.nu, pin_max_nu(),
+               32.0 * model.nu * (double)model.nu * model.nu / 1e9);
+    } else if (!sp->mbk_only && res->kind == MK_PLAIN && pin_available()) {
         pn = pin_create(&model);
         if (!pn) bench_die("%s: %s", model.name, pin_last_error());
         if (pin_set_inputs(pn, q, u, kud) < 0) bench_die("%s: %s", model.name, pin_last_error());
@@ -189,6 +220,7 @@ void bench_model_open(const model_spec *sp, result *res, model_run *mr)
     mr->mb = mb;
     mr->sb = sb;
     mr->mj = mj;
+    mr->mj4 = mj4;
     mr->pn = pn;
     mr->df = df;
     mr->q = q;
@@ -204,6 +236,7 @@ void bench_model_close(model_run *mr)
     bench_ops_finish(mr);
     bench_state_copy(mr->res, mr->mb);
     mjb_destroy(mr->mj);
+    mj4b_destroy(mr->mj4);
     pin_destroy(mr->pn);
     bench_default_destroy(mr->df);
     sb_destroy(mr->sb);

@@ -36,6 +36,9 @@
 static char g_err[512];
 const char *pin_last_error(void) { return g_err; }
 int pin_has_op(bench_op op) { return op == OP_FULL || op == OP_ID || op == OP_MASS_KIN; }
+// Pinocchio's Data allocates and zeroes four nv x nv x nv tensors (second-order derivatives of the
+// RNEA) whatever the algorithms used: 32 GB at nv = 1000. Models above this many u are not run.
+int pin_max_nu(void) { return 400; }
 
 #ifndef MBK_HAVE_PINOCCHIO
 
@@ -99,6 +102,11 @@ static SE3 to_se3(const double *a)
 
 pin_side *pin_create(const bm_model *m)
 {
+    if (m->nu > pin_max_nu()) {
+        std::snprintf(g_err, sizeof g_err, "Pinocchio: nu %d > %d: its Data would hold four nu^3 tensors (%.0f GB)",
+                      m->nu, pin_max_nu(), 32.0 * m->nu * (double)m->nu * m->nu / 1e9);
+        return nullptr;
+    }
     pin_side *s = new pin_side;
     int rc = guarded([&] {
         std::vector<JointIndex> joint(m->n + 1, 0);

@@ -2,6 +2,7 @@
  * this native build, and on this run against the previous benchmarks/results.csv. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "bench_driver.h"
 
@@ -44,7 +45,12 @@ void bench_write_pinocchio(FILE *f, const result *rs, int n)
     fprintf(f, "|---|--:|--:|--:|--:|--:|--:|--:|:-:|--:|--:|--:|:-:|--:|\n");
     for (int i = 0; i < n; ++i) {
         const result *r = &rs[i];
-        if (!r->has_pin) continue;
+        if (!r->has_pin) {
+            if (r->pin_skipped)
+                fprintf(f, "| %s | %d | %.3g | not run | – | %.3g | not run | – | – | %.3g | not run | – | – | – |\n", r->name,
+                        r->bodies, r->mb[OP_FULL].med, r->mb[OP_ID].med, r->mb[OP_MASS_KIN].med);
+            continue;
+        }
         fprintf(f, "| %s | %d |", r->name, r->bodies);
         const bench_op ops[3] = {OP_FULL, OP_ID, OP_MASS_KIN};
         const double goal[3] = {0, 1.5, 1.0};
@@ -69,6 +75,34 @@ void bench_write_pinocchio(FILE *f, const result *rs, int n)
         fprintf(f, " |\n");
     }
     fprintf(f, "\n");
+    /* the models Pinocchio's Data is too big for: ANCHORS.md's Pinocchio 3.7 figures */
+    const result *c100 = NULL;
+    for (int i = 0; i < n; ++i)
+        if (!strcmp(rs[i].name, "chain100") && rs[i].has_pin) c100 = &rs[i];
+    for (int i = 0; i < n; ++i) {
+        const result *r = &rs[i];
+        if (!r->pin_skipped || strcmp(r->name, "chain1000")) continue;
+        /* ANCHORS.md, "mbk beside Pinocchio 3.7 and RBDL 3.3": chain100 aba 31.7, rnea 15.0, crba 14.5;
+           chain1000 aba 315, rnea 151, crba 636 (the same machine kind, 2026-11-24) */
+        const double a100[3] = {31.7, 15.0, 14.5}, a1000[3] = {315, 151, 636};
+        const bench_op ops[3] = {OP_FULL, OP_ID, OP_MASS_KIN};
+        const char *what[3] = {"aba", "rnea", "crba"};
+        fprintf(f, "**%s** is not run here: Pinocchio %s's Data allocates and zeroes four nu x nu x nu tensors\n"
+                   "(second-order RNEA derivatives) whatever is computed, %.0f GB at nu = %d, more than the machine\n"
+                   "has. Against ANCHORS.md's Pinocchio 3.7 figures for it (same machine kind, 2026-11-24, not side\n"
+                   "by side), raw and scaled by this run's Pinocchio %s / ANCHORS' Pinocchio 3.7 on chain100:\n\n",
+                r->name, pin_version(), 32.0 * r->nu * (double)r->nu * r->nu / 1e9, r->nu, pin_version());
+        fprintf(f, "| op | mbk µs | ANCHORS Pinocchio 3.7 µs | ratio raw | scaled µs | ratio scaled |\n|---|--:|--:|--:|--:|--:|\n");
+        for (int k = 0; k < 3; ++k) {
+            const bstat *a = &r->mb[ops[k]];
+            if (!a->valid) continue;
+            double sc = c100 && c100->pn[ops[k]].valid ? c100->pn[ops[k]].med / a100[k] : NAN;
+            fprintf(f, "| %s (%s) | %.1f | %.0f | %.2f |", OPS[ops[k]].name, what[k], a->med, a1000[k], a1000[k] / a->med);
+            if (sc == sc) fprintf(f, " %.0f | %.2f |\n", a1000[k] * sc, a1000[k] * sc / a->med);
+            else fprintf(f, " – | – |\n");
+        }
+        fprintf(f, "\n");
+    }
 }
 
 /* The default build (what users get) beside this native Release build, every op. */

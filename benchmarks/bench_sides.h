@@ -112,6 +112,9 @@ const char *pin_version(void);
 pin_side *pin_create(const bm_model *model);
 void pin_destroy(pin_side *s);
 int pin_set_inputs(pin_side *s, const double *q, const double *u, const double *known_udot);
+/* The most u Pinocchio is run with: its Data allocates and zeroes four nu^3 tensors (second-order
+   RNEA derivatives) whatever is computed, 32 GB at nu = 1000. */
+int pin_max_nu(void);
 /* Whether Pinocchio runs an op (OP_FULL, OP_ID, OP_MASS_KIN). */
 int pin_has_op(bench_op op);
 /* Run the op once and copy its result out in mbk's order and conventions (as mb_eval). */
@@ -140,7 +143,9 @@ size_t mb_state_bytes(const mb_side *s);
 int mb_run_state_copy(mb_side *s, long reps); /* mbk_state_copy(dst, src) */
 int mb_run_memcpy(mb_side *s, long reps);     /* memcpy of mb_state_bytes() bytes */
 
-/* ---- MuJoCo (mj_forward: full cycle only) ---- */
+/* ---- MuJoCo (mj_forward: full cycle only) ----
+   bench_mujoco.c defines these in each MuJoCo module; the driver's bench_mjload.c defines them
+   too, forwarding to Debian's module. */
 typedef struct mjb_side mjb_side;
 int mjb_available(void); /* 0 when built without MuJoCo */
 mjb_side *mjb_create(const bm_model *model);
@@ -153,6 +158,15 @@ int mjb_udot(mjb_side *s, double *udot);
 int mjb_run_full(mjb_side *s, long reps);
 const char *mjb_last_error(void);
 const char *mjb_version(void);
+/* The same for MuJoCo from PyPI (mujoco-core), loaded beside Debian's (bench_mjload.c). */
+int mj4b_available(void);
+const char *mj4b_version(void);
+mjb_side *mj4b_create(const bm_model *model);
+void mj4b_destroy(mjb_side *s);
+int mj4b_set_inputs(mjb_side *s, const double *q, const double *u);
+int mj4b_udot(mjb_side *s, double *udot);
+int mj4b_run_full(mjb_side *s, long reps);
+const char *mj4b_last_error(void);
 
 #ifdef __cplusplus
 }

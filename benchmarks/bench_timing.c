@@ -27,6 +27,7 @@ double bench_median_sorted(const double *x, int n) { return n % 2 ? x[n / 2] : 0
 static int run_mb(void *s, bench_op op, long reps) { return mb_run(s, op, reps); }
 static int run_sb(void *s, bench_op op, long reps) { return sb_run(s, op, reps); }
 static int run_mj(void *s, bench_op op, long reps) { (void)op; return mjb_run_full(s, reps); }
+static int run_mj4(void *s, bench_op op, long reps) { (void)op; return mj4b_run_full(s, reps); }
 static int run_pin(void *s, bench_op op, long reps) { return pin_run(s, op, reps); }
 static int run_df(void *s, bench_op op, long reps) { return bench_default_run(s, op, reps); }
 static int run_copy(void *s, bench_op op, long reps) { (void)op; return mb_run_state_copy(s, reps); }
@@ -37,7 +38,7 @@ static double time_batch(run_fn run, void *side, bench_op op, long reps, const c
     double t0 = bench_now();
     if (run(side, op, reps) < 0)
         bench_die("%s failed: %s", who, run == run_sb ? sb_last_error() : run == run_mj ? mjb_last_error()
-                  : run == run_pin ? pin_last_error() : run == run_df ? bench_default_last_error() : mb_last_error());
+                  : run == run_mj4 ? mj4b_last_error() : run == run_pin ? pin_last_error() : run == run_df ? bench_default_last_error() : mb_last_error());
     return bench_now() - t0;
 }
 
@@ -155,15 +156,16 @@ void bench_ops_start(model_run *mr)
         snprintf(w[0], sizeof w[0], "mbk %s %s", res->name, OPS[op].name);
         snprintf(w[1], sizeof w[1], "Simbody %s %s", res->name, OPS[op].name);
         snprintf(w[2], sizeof w[2], "MuJoCo %s mj_forward", res->name);
-        snprintf(w[3], sizeof w[3], "Pinocchio %s %s", res->name, OPS[op].name);
-        snprintf(w[4], sizeof w[4], "mbk default build %s %s", res->name, OPS[op].name);
+        snprintf(w[3], sizeof w[3], "MuJoCo (PyPI) %s mj_forward", res->name);
+        snprintf(w[4], sizeof w[4], "Pinocchio %s %s", res->name, OPS[op].name);
+        snprintf(w[5], sizeof w[5], "mbk default build %s %s", res->name, OPS[op].name);
         timing *t = &mr->tm[mr->nt++];
         /* Simbody's calcM is n products M v: timed once (OP_MASS), not again from scratch */
-        *t = (timing){.k = NSIDES, .run = {run_mb, run_sb, run_mj, run_pin, run_df},
+        *t = (timing){.k = NSIDES, .run = {run_mb, run_sb, run_mj, run_mj4, run_pin, run_df},
                       .side = {mr->mb, op == OP_MASS_KIN ? NULL : mr->sb, op == OP_FULL ? mr->mj : NULL,
-                               pin_has_op((bench_op)op) ? mr->pn : NULL, mr->df},
-                      .who = {w[0], w[1], w[2], w[3], w[4]},
-                      .out = {&res->mb[op], &res->sb[op], &res->mj, &res->pn[op], &res->df[op]},
+                               op == OP_FULL ? mr->mj4 : NULL, pin_has_op((bench_op)op) ? mr->pn : NULL, mr->df},
+                      .who = {w[0], w[1], w[2], w[3], w[4], w[5]},
+                      .out = {&res->mb[op], &res->sb[op], &res->mj, &res->mj4, &res->pn[op], &res->df[op]},
                       .allocs = &res->allocs[op], .op = (bench_op)op};
         bench_prepare_op(res, mr->mb, mr->sb, (bench_op)op);
         if (mr->df && bench_default_prepare(mr->df, (bench_op)op) < 0)
@@ -201,6 +203,7 @@ void bench_ops_finish(model_run *mr)
         if (mr->tm[i].side[SIDE_SB])
             printf("   Simbody %10.3f us (min %10.3f)  ratio %6.2f", res->sb[op].med, res->sb[op].min, res->sb[op].med / a->med);
         if (mr->tm[i].side[SIDE_MJ]) printf("   MuJoCo %10.3f us  ratio %6.2f", res->mj.med, res->mj.med / a->med);
+        if (mr->tm[i].side[SIDE_MJ4]) printf("   MuJoCo PyPI %10.3f us  ratio %6.2f", res->mj4.med, res->mj4.med / a->med);
         if (mr->tm[i].side[SIDE_PIN]) printf("   Pinocchio %10.3f us  ratio %6.2f", res->pn[op].med, res->pn[op].med / a->med);
         if (mr->tm[i].side[SIDE_DF]) printf("   default build %10.3f us  ratio %6.2f", res->df[op].med, res->df[op].med / a->med);
         printf("   allocs/call %g\n", res->allocs[op]);

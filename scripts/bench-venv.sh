@@ -3,10 +3,11 @@
 #
 # Creates VENV (python3 -m venv) if missing and installs the pinned packages of
 # benchmarks/requirements-bench.txt with pip --no-deps (nothing else is pulled in: the
-# benchmark uses only the C++ headers they carry). Prints the cmeel prefix (the CMake
-# prefix inside the wheels) on stdout, or nothing when the packages cannot be had, in
-# which case make bench runs without the Pinocchio side. Nothing is fetched when the
-# benchmark runs: this is a build step.
+# benchmark uses only the C and C++ headers and libraries they carry). Prints the
+# environment's site-packages directory on stdout (Pinocchio's cmeel.prefix and MuJoCo's
+# mujoco/ are in it), or nothing when the packages cannot be had, in which case make bench
+# runs without the Pinocchio and PyPI MuJoCo sides. Nothing is fetched when the benchmark
+# runs: this is a build step.
 set -u
 venv=${1:?usage: bench-venv.sh VENV}
 mkdir -p "$venv" && venv=$(cd "$venv" && pwd)
@@ -25,8 +26,8 @@ if ! cmp -s "$req" "$stamp"; then
         exit 0
     fi
 fi
-prefix=
-for d in "$venv"/lib/python3*/site-packages/cmeel.prefix; do
-    [ -f "$d/include/pinocchio/config.hpp" ] && prefix=$d
+site=
+for d in "$venv"/lib/python3*/site-packages; do
+    [ -d "$d/cmeel.prefix" ] && site=$d
 done
-echo "$prefix"
+echo "$site"
