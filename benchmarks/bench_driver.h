@@ -130,6 +130,8 @@ typedef struct bench_options {
     const char *md, *csv, *only;
     const char *default_side; /* --default-side: the default build's module */
     const char *prev_csv;     /* --prev-csv: the previous results.csv, for ratios */
+    const char *dump_dir;     /* --dump-models: write the plain models for bench_drake.py, then stop */
+    const char *drake_csv;    /* --drake-csv: bench_drake.py's results */
 } bench_options;
 extern bench_options g_opt;
 
@@ -211,6 +213,15 @@ int bench_default_prepare(void *s, bench_op op);
 int bench_default_run(void *s, bench_op op, long reps);
 int bench_default_eval(void *s, bench_op op, double *out);
 
+/* ---- bench_drake.c: Drake through pydrake (bench_drake.py) ---- */
+void bench_drake_dump(const char *dir, const bm_model *m, mb_side *mb, const double *q, const double *u,
+                      const double *kud);
+void bench_drake_load(const char *path);
+/* Drake's figure (overhead subtracted, µs) and difference from mbk for a model and op ("fd", "id",
+   "mass"); 0 if none. */
+int bench_drake_get(const char *model, const char *op, double *us, double *diff);
+void bench_write_drake(FILE *f, const result *rs, int n);
+
 /* ---- bench_prev.c: the previous results.csv ---- */
 void bench_prev_load(const char *path);
 int bench_prev_loaded(void);
@@ -229,6 +240,8 @@ void bench_prepare_op(const result *res, mb_side *mb, sb_side *sb, bench_op op);
 void bench_cross_check(result *res, mb_side *mb, sb_side *sb, bench_op op);
 
 /* ---- bench_model_run.c ---- */
+/* The benchmark inputs of a model (q, u, v, known udot; bench_model_run.c). */
+void bench_model_inputs(const bm_model *model, double *q, double *u, double *v, double *kud);
 /* Build the model a spec names; 0 or negative when out of memory. */
 int bench_build_model(bm_model *m, const model_spec *sp);
 /* Build a model's sides, cross-check every operation, and warm up and size its timings. */

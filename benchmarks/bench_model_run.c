@@ -18,6 +18,16 @@ int bench_build_model(bm_model *m, const model_spec *sp)
     return bm_make_humanoid(m);
 }
 
+/* The benchmark inputs of a model: q, u (bm_initial_state), v for M^-1 v and a known udot, from the
+   same seed for every model. */
+void bench_model_inputs(const bm_model *model, double *q, double *u, double *v, double *kud)
+{
+    bm_rng rng = {0x6D626B2D62656E63ull}; /* same seed for every model */
+    bm_initial_state(model, &rng, q, u);
+    for (int i = 0; i < model->nu; ++i) v[i] = bm_rand(&rng);
+    for (int i = 0; i < model->nu; ++i) kud[i] = bm_rand(&rng);
+}
+
 /* Loop models: put the state on the constraints (mbk's assembly and projection; both sides then
    load that state). */
 static void make_consistent(const bm_model *model, mb_side *mb, double *q, double *u)
@@ -78,10 +88,7 @@ void bench_model_open(const model_spec *sp, result *res, model_run *mr)
     size_t nu = (size_t)model.nu;
     double *q = bench_xcalloc((size_t)model.nq, sizeof(double)), *u = bench_xcalloc(nu, sizeof(double));
     double *v = bench_xcalloc(nu, sizeof(double)), *kud = bench_xcalloc(nu, sizeof(double));
-    bm_rng rng = {0x6D626B2D62656E63ull}; /* same seed for every model */
-    bm_initial_state(&model, &rng, q, u);
-    for (size_t i = 0; i < nu; ++i) v[i] = bm_rand(&rng);
-    for (size_t i = 0; i < nu; ++i) kud[i] = bm_rand(&rng);
+    bench_model_inputs(&model, q, u, v, kud);
 
     mb_side *mb = mb_create(&model);
     if (!mb) bench_die("%s: %s", model.name, mb_last_error());
