@@ -104,6 +104,8 @@ static const drake_row *find(const char *model, const char *op)
     return NULL;
 }
 
+const char *bench_drake_version(void) { return g_version; }
+
 int bench_drake_get(const char *model, const char *op, double *us, double *diff)
 {
     const drake_row *r = find(model, op);

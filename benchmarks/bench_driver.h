@@ -217,6 +217,7 @@ int bench_default_eval(void *s, bench_op op, double *out);
 void bench_drake_dump(const char *dir, const bm_model *m, mb_side *mb, const double *q, const double *u,
                       const double *kud);
 void bench_drake_load(const char *path);
+const char *bench_drake_version(void); /* "?" when not loaded */
 /* Drake's figure (overhead subtracted, µs) and difference from mbk for a model and op ("fd", "id",
    "mass"); 0 if none. */
 int bench_drake_get(const char *model, const char *op, double *us, double *diff);

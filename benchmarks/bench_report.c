@@ -113,7 +113,17 @@ static void write_what_made_the_difference(FILE *f)
                "shift per ancestor), ancestors walked in unbranched runs of contiguous u, every entry written "
                "once | CRBA | chain100 29.4 -> 11.5 µs, humanoid 2.74 -> 1.57 µs |\n"
                "| Mass matrix: composite inertias kept as rigid bodies (mass, first moment, inertia: 10 numbers) "
-               "and shifted by the parallel-axis rule | CRBA | chain100 11.8 -> 10.0 µs, tree255 25.8 -> 23.9 µs, humanoid 1.74 -> 1.43 µs |\n\n"
+               "and shifted by the parallel-axis rule | CRBA | chain100 11.8 -> 10.0 µs, tree255 25.8 -> 23.9 µs, humanoid 1.74 -> 1.43 µs |\n"
+               "| Issue 19 (commit fdafe82): the articulated-body inertias computed on first need, at Acceleration "
+               "or M^-1 v, not at Dynamics | inverse dynamics | realize Dynamics + residual no longer pays the ABI: "
+               "Pinocchio rnea / mbk 1.2-1.5 in ANCHORS.md (Pinocchio 3.7, before) and 2.2-2.6 in the runs of "
+               "2026-11-25 (Pinocchio 4.1, after) |\n"
+               "| Issue 19 (measured 2026-11-25 as above, minimum of 31 alternations): mass matrix on chain-like models (most bodies continue a run): lower triangle filled row by row, "
+               "H about Ground's origin stored as six arrays so each run of ancestors is one vectorized loop, upper "
+               "triangle mirrored by 4 x 4 blocks transposed in registers | CRBA | chain1000 860-1360 -> 406 µs, "
+               "chain100 13.8 -> 5.5 µs, chain10 0.36 -> 0.33 µs (bitwise the same M) |\n"
+               "| Issue 19: mass matrix on trees: zeroed in one pass, then only the nonzero entries written to both "
+               "triangles (no memset per row gap) | CRBA | tree255 23.5 -> 18.0 µs |\n\n"
                );
     fprintf(f, "Overall, the code before these changes (commit aa29e8f) against after, same driver, alternated:\n"
                "full cycle chain10 1.82 -> 1.18 µs, chain100 17.9 -> 11.3 µs, chain1000 185 -> 109 µs, tree255\n"
@@ -297,7 +307,10 @@ void bench_write_report(FILE *f, const result *rs, int n, double wall)
                "Raw numbers: benchmarks/results.csv. **Do not compare absolute times across runs**: the\n"
                "machine is shared and noisy (ANCHORS.md saw 0.55x-1.8x between passes); the ratios are\n"
                "measured side by side in one run and are the meaningful figures.\n\n", date, wall);
-    fprintf(f, "Reproduce: `make bench` (one to two minutes; `make bench BENCH_ARGS=--quick` for a smoke run).\n\n");
+    fprintf(f, "Reproduce: `make bench` (the builds take a few minutes the first time, Pinocchio's templates\n"
+               "most of them; the run itself several minutes; `make bench BENCH_ARGS=--quick` for a smoke run).\n"
+               "The machine is shared with other jobs (2 cores): absolute figures move from run to run, so the\n"
+               "tables compare libraries timed in the same batches.\n\n");
     fprintf(f, "## Setup\n\n");
     fprintf(f, "- Machine: %s, %d logical CPUs, %s %s. Single-threaded.\n", cpu_name(cpu, sizeof cpu), num_cpus(),
             un.sysname, un.release);
@@ -333,6 +346,11 @@ void bench_write_report(FILE *f, const result *rs, int n, double wall)
                "  minimum over batches of the time per call, ns per body (median / bodies, Ground excluded), and\n"
                "  the ratio Simbody/mbk of the medians (>1: mbk faster). The mass matrix is timed for nu <= %d.\n",
             g_opt.batch_s * 1e3, g_opt.batches, MASS_MATRIX_MAX_NU);
+    fprintf(f, "- Peers beside Simbody: MuJoCo (Debian's 2.2.2 and PyPI's %s, mj_forward), Pinocchio %s (PyPI,\n"
+               "  C++ header-only with this build's flags: aba, rnea, crba), Drake %s (PyPI, through pydrake,\n"
+               "  timed just before this run with the Python overhead subtracted), and mbk's own default build\n"
+               "  (what users get) loaded beside this native Release build. Each has its section below.\n",
+            mj4b_version(), pin_version(), bench_drake_version());
     fprintf(f, "- Operations: **full** = set q and u, realize to Acceleration (Simbody: State::setQ/setU +\n"
                "  realize(Acceleration)); **u-only** = set u, realize to Acceleration; **Position** = set q,\n"
                "  realize to Position; **RNEA with kinematics** = set q and u, realize to Velocity, then the\n"
@@ -340,7 +358,9 @@ void bench_write_report(FILE *f, const result *rs, int n, double wall)
                "  udot; Simbody: calcResidualForceIgnoringConstraints); **RNEA, kinematics cached** = that\n"
                "  residual alone at a state realized to Acceleration; **M** = explicit mass matrix; **M^-1 v** at\n"
                "  a realized state; **constrained** = the full cycle on a model with constraints (udot and\n"
-               "  multipliers); **step** = one RK-Merson step.\n");
+               "  multipliers); **step** = one RK-Merson step; **id** = inverse dynamics from scratch (set q and u,\n"
+               "  realize to Dynamics, residual with the System's applied forces); **mass_kin** = the mass matrix\n"
+               "  from scratch (set q, realize to Position, M).\n");
     fprintf(f, "- Step: the same method on both sides, RK-Merson (mbk_integrator_create_rkmerson,\n"
                "  SimTK::RungeKuttaMersonIntegrator) with a **fixed step of %g s** (mbk_integrator_set_fixed_step,\n"
                "  Integrator::setFixedStepSize; the error estimate is not used to reject steps), constraint\n"

@@ -75,6 +75,23 @@ void bench_write_pinocchio(FILE *f, const result *rs, int n)
         fprintf(f, " |\n");
     }
     fprintf(f, "\n");
+    /* issue 19's goals over the models run side by side */
+    const bench_op gops[2] = {OP_ID, OP_MASS_KIN};
+    const double gmin[2] = {1.5, 1.0};
+    const char *gname[2] = {"inverse dynamics >= 1.5x Pinocchio's rnea", "mass matrix >= 1x Pinocchio's crba"};
+    for (int k = 0; k < 2; ++k) {
+        double worst = INFINITY;
+        const char *where = "";
+        for (int i = 0; i < n; ++i)
+            if (rs[i].has_pin && rs[i].mb[gops[k]].valid && rs[i].pn[gops[k]].valid) {
+                double q = rs[i].pn[gops[k]].med / rs[i].mb[gops[k]].med;
+                if (q < worst) worst = q, where = rs[i].name;
+            }
+        if (worst < INFINITY)
+            fprintf(f, "- Goal: %s on every model: worst %.2f (%s): **%s**.\n", gname[k], worst, where,
+                    worst >= gmin[k] ? "met" : "not met");
+    }
+    fprintf(f, "\n");
     /* the models Pinocchio's Data is too big for: ANCHORS.md's Pinocchio 3.7 figures */
     const result *c100 = NULL;
     for (int i = 0; i < n; ++i)
