@@ -149,7 +149,8 @@ void bench_write_drake(FILE *f, const result *rs, int n)
             const bstat *a = &r->mb[ops[k]];
             if (a->valid) fprintf(f, " %.3g |", a->med);
             else fprintf(f, " – |");
-            if (d[k]) fprintf(f, " %.3g (%.3g) |", d[k]->us, d[k]->raw);
+            if (d[k] && d[k]->raw >= 100) fprintf(f, " %.0f (%.0f) |", d[k]->us, d[k]->raw);
+            else if (d[k]) fprintf(f, " %.3g (%.3g) |", d[k]->us, d[k]->raw);
             else fprintf(f, " – |");
             if (d[k] && a->valid) fprintf(f, " %.2f |", d[k]->us / a->med);
             else fprintf(f, " – |");
