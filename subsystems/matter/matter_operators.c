@@ -172,8 +172,10 @@ static void mass_row_ancestors_mirrored(const mbk_matter *m, const mt_body *b, c
                                         double *M, int col, int n)
 {
     double *row = M + (size_t)col * (size_t)n;
-    for (int k = b->parent; k > 0; k = m->bodies[m->bodies[k].run0].parent) {
-        int lo = m->bodies[m->bodies[k].run0].u0, top = m->bodies[k].u0 + m->bodies[k].nu;
+    /* ancestor by ancestor through the packed 32-byte records: the walk is a chain of dependent
+       loads, which stay in L1 there (the full body descriptions are ten times as large) */
+    for (int k = b->parent; k > 0; k = m->nodes[k].parent) {
+        int lo = m->nodes[k].u0, top = lo + m->nodes[k].nu;
         for (int u = lo; u < top; ++u) {
             double e = (h->wx[u] * F_O.w.x + h->wy[u] * F_O.w.y + h->wz[u] * F_O.w.z) +
                        (h->vx[u] * F_O.v.x + h->vy[u] * F_O.v.y + h->vz[u] * F_O.v.z);
