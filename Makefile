@@ -44,17 +44,36 @@ test-tsan: deps
 	cmake --build build-tsan -j $(JOBS)
 	ctest --test-dir build-tsan --output-on-failure -L threads
 
-# Side-by-side benchmark against Simbody (Release, -O3 -march=native -DNDEBUG for mbk;
-# OpenBLAS kept to one thread: the solves are tiny and its idle threads compete for the cores;
-# the Simbody side is compiled without NDEBUG). Writes docs/benchmarks.md and
-# benchmarks/results.csv. BENCH_ARGS=--quick for a short smoke run.
+# Side-by-side benchmark against Simbody, MuJoCo and Pinocchio (Release, -O3 -march=native
+# -DNDEBUG for mbk; OpenBLAS kept to one thread: the solves are tiny and its idle threads
+# compete for the cores; the Simbody side is compiled without NDEBUG). Pinocchio's headers come
+# from PyPI into the benchmark's own virtual environment (scripts/bench-venv.sh, pinned in
+# benchmarks/requirements-bench.txt). mbk's default build (the flags of `make build`, what users
+# get) is built as a module in build-bench-default and timed in the same run beside the native
+# Release build; the figures are compared with the previous benchmarks/results.csv. Drake is
+# timed through pydrake (benchmarks/bench_drake.py) just before the main run, on the models and
+# inputs the driver dumps, and its figures are read into the report.
+# Writes docs/benchmarks.md and benchmarks/results.csv. BENCH_ARGS=--quick for a short smoke run.
 BENCH_FLAGS = -O3 -march=native -DNDEBUG
 BENCH_ARGS ?=
+BENCH_VENV ?= build-bench/venv
 bench: deps
+	mkdir -p build-bench
 	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DMBK_BUILD_BENCHMARKS=ON \
-	  "-DCMAKE_C_FLAGS_RELEASE=$(BENCH_FLAGS)" "-DCMAKE_CXX_FLAGS_RELEASE=$(BENCH_FLAGS)"
+	  "-DCMAKE_C_FLAGS_RELEASE=$(BENCH_FLAGS)" "-DCMAKE_CXX_FLAGS_RELEASE=$(BENCH_FLAGS)" \
+	  "-DMBK_BENCH_PY_SITE=$$(bash scripts/bench-venv.sh $(BENCH_VENV))"
 	cmake --build build-bench -j $(JOBS) --target mbk_bench
-	OPENBLAS_NUM_THREADS=1 build-bench/benchmarks/mbk_bench --md docs/benchmarks.md --csv benchmarks/results.csv $(BENCH_ARGS)
+	cmake -S . -B build-bench-default $(CMAKE_FLAGS) -DMBK_BUILD_BENCHMARKS=ON -DMBK_BENCH_PY_SITE= \
+	  -DMBK_PINOCCHIO_PREFIX= -DMBK_MUJOCO_PYPI_DIR=
+	cmake --build build-bench-default -j $(JOBS) --target mbk_bench_default_side
+	rm -rf build-bench/drake-io && mkdir -p build-bench/drake-io
+	build-bench/benchmarks/mbk_bench --dump-models build-bench/drake-io
+	if $(BENCH_VENV)/bin/python -c 'import pydrake' 2>/dev/null; then \
+	  OPENBLAS_NUM_THREADS=1 $(BENCH_VENV)/bin/python benchmarks/bench_drake.py build-bench/drake-io; \
+	else echo "bench: no pydrake in $(BENCH_VENV): the Drake section is left out"; fi
+	OPENBLAS_NUM_THREADS=1 build-bench/benchmarks/mbk_bench --md docs/benchmarks.md --csv benchmarks/results.csv \
+	  --default-side build-bench-default/benchmarks/mbk_bench_default_side.so --prev-csv benchmarks/results.csv \
+	  --drake-csv build-bench/drake-io/drake.csv $(BENCH_ARGS)
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan mbk-out
+	rm -rf $(BUILD) build-asan build-tsan build-bench build-bench-default mbk-out

@@ -20,6 +20,23 @@ void bench_write_csv(FILE *f, const result *rs, int n)
             if (b->valid)
                 fprintf(f, "%s,%d,%d,%s,simbody_apt,%ld,%d,%.6g,%.6g,%.6g,%.6g,,,,\n", r->name, r->bodies, r->nu,
                         OPS[op].name, b->reps, b->batches, b->med, b->min, b->med * 1e3 / r->bodies, b->med / a->med);
+            if (r->pn[op].valid)
+                fprintf(f, "%s,%d,%d,%s,pinocchio,%ld,%d,%.6g,%.6g,%.6g,,,%.3g,,\n", r->name, r->bodies, r->nu,
+                        OPS[op].name, r->pn[op].reps, r->pn[op].batches, r->pn[op].med, r->pn[op].min,
+                        r->pn[op].med * 1e3 / r->bodies, r->err_pin[op]);
+            if (r->df[op].valid)
+                fprintf(f, "%s,%d,%d,%s,mbk_default_build,%ld,%d,%.6g,%.6g,%.6g,,,%.3g,,\n", r->name, r->bodies, r->nu,
+                        OPS[op].name, r->df[op].reps, r->df[op].batches, r->df[op].med, r->df[op].min,
+                        r->df[op].med * 1e3 / r->bodies, r->err_df[op]);
+            double dus, ddiff;
+            const char *dop = op == OP_FULL ? "fd" : op == OP_ID ? "id" : op == OP_MASS_KIN ? "mass" : NULL;
+            if (dop && bench_drake_get(r->name, dop, &dus, &ddiff))
+                fprintf(f, "%s,%d,%d,%s,drake_pydrake_overhead_subtracted,,7,%.6g,,%.6g,,,%.3g,,\n", r->name, r->bodies,
+                        r->nu, OPS[op].name, dus, dus * 1e3 / r->bodies, ddiff);
+            if (op == OP_FULL && r->has_mj4)
+                fprintf(f, "%s,%d,%d,full,mujoco_pypi_%s_mj_forward,%ld,%d,%.6g,%.6g,%.6g,,,%.3g,,\n", r->name, r->bodies,
+                        r->nu, mj4b_version(), r->mj4.reps, r->mj4.batches, r->mj4.med, r->mj4.min,
+                        r->mj4.med * 1e3 / r->bodies, r->err_mj4);
             if (op == OP_FULL && r->has_mj)
                 fprintf(f, "%s,%d,%d,full,mujoco_mj_forward,%ld,%d,%.6g,%.6g,%.6g,,,%.3g,,\n", r->name, r->bodies, r->nu,
                         r->mj.reps, r->mj.batches, r->mj.med, r->mj.min, r->mj.med * 1e3 / r->bodies, r->err_mj);

@@ -70,11 +70,21 @@ typedef struct result {
     double err2[NUM_OPS];   /* second part (multipliers, u), NaN if none */
     double self_check;
     bstat mb[NUM_OPS], sb[NUM_OPS];
+    bstat pn[NUM_OPS];      /* Pinocchio (OP_FULL: aba, OP_ID: rnea, OP_MASS_KIN: crba) */
+    double err_pin[NUM_OPS];/* Pinocchio's result vs mbk's (NaN: not run) */
+    int has_pin;            /* Pinocchio side ran */
+    int pin_skipped;        /* too many u for Pinocchio's Data (pin_max_nu) */
+    bstat df[NUM_OPS];      /* mbk's default build (RelWithDebInfo), when loaded (--default-side) */
+    double err_df[NUM_OPS]; /* its result vs this build's mbk */
     double allocs[NUM_OPS]; /* mbk heap allocations per call */
     int has_mj;             /* MuJoCo side ran (full cycle) */
     double err_mj;          /* MuJoCo udot vs mbk */
     int mj_excluded;        /* checked, off by more than 1e-9 (dense factorization), not timed */
     bstat mj;               /* mj_forward */
+    int has_mj4;            /* MuJoCo from PyPI: the same as has_mj, err_mj, mj_excluded, mj */
+    double err_mj4;
+    int mj4_excluded;
+    bstat mj4;
     size_t state_bytes;     /* mbk State */
     bstat copy, mcpy;       /* mbk_state_copy, memcpy of state_bytes */
     int n_eq, rank;         /* constraint equations and rank of the acceleration solve */
@@ -118,28 +128,35 @@ typedef struct bench_options {
     double batch_s;
     double cap_s; /* wall budget per (model, op), both libraries */
     const char *md, *csv, *only;
+    const char *default_side; /* --default-side: the default build's module */
+    const char *prev_csv;     /* --prev-csv: the previous results.csv, for ratios */
+    const char *dump_dir;     /* --dump-models: write the plain models for bench_drake.py, then stop */
+    const char *drake_csv;    /* --drake-csv: bench_drake.py's results */
 } bench_options;
 extern bench_options g_opt;
 
 /* How one side runs `reps` repetitions of an op (bench_timing.c has one per side). */
 typedef int (*run_fn)(void *side, bench_op op, long reps);
 
-/* The timing of up to three sides of one operation, in three phases (start: warm up and
+/* Sides of a timing: mbk, Simbody, MuJoCo (Debian's, PyPI's), Pinocchio, mbk's default build. */
+enum { SIDE_MB = 0, SIDE_SB, SIDE_MJ, SIDE_MJ4, SIDE_PIN, SIDE_DF, NSIDES };
+
+/* The timing of up to NSIDES sides of one operation, in three phases (start: warm up and
    size the batches; one batch of every side; finish: summaries), so that the operations of
    a model can take turns batch by batch and a noisy spell of the machine lands on a few
    batches of each instead of on all batches of one. */
 typedef struct timing {
-    int k;               /* sides (2 or 3); a NULL side is skipped */
-    run_fn run[3];       /* how each side runs the op */
-    void *side[3];       /* the sides */
-    const char *who[3];  /* names for messages */
-    bstat *out[3];       /* where the summaries go */
+    int k;               /* sides (2..NSIDES); a NULL side is skipped */
+    run_fn run[NSIDES];  /* how each side runs the op */
+    void *side[NSIDES];  /* the sides */
+    const char *who[NSIDES]; /* names for messages */
+    bstat *out[NSIDES];  /* where the summaries go */
     double *allocs;      /* mbk's (side 0) heap allocations per call, or NULL */
     bench_op op;         /* the operation */
-    long reps[3];        /* repetitions per batch */
-    int active[3], na;   /* the non-NULL sides */
+    long reps[NSIDES];   /* repetitions per batch */
+    int active[NSIDES], na; /* the non-NULL sides */
     int batches;         /* batches per side */
-    double *t[3];        /* time per call of each batch */
+    double *t[NSIDES];   /* time per call of each batch */
     long nalloc;         /* allocations counted so far */
 } timing;
 
@@ -150,12 +167,14 @@ typedef struct model_run {
     bm_model model;               /* the model */
     mb_side *mb;                  /* the sides (sb, mj may be NULL) */
     sb_side *sb;
-    mjb_side *mj;
+    mjb_side *mj, *mj4;           /* MuJoCo: Debian's, PyPI's */
+    pin_side *pn;
+    void *df;                     /* mbk default build's side (bench_default.c), or NULL */
     double *q, *u, *v, *kud;      /* the inputs */
     timing tm[NUM_OPS];           /* one timing per operation that applies */
     int nt;                       /* how many */
     int most;                     /* the most batches of any of them */
-    char names[NUM_OPS][3][64];   /* names for messages */
+    char names[NUM_OPS][NSIDES][64]; /* names for messages */
 } model_run;
 
 /* ---- bench_main.c ---- */
@@ -181,6 +200,35 @@ void bench_ops_finish(model_run *mr);
 /* Time mbk_state_copy against memcpy of the same bytes on a model. */
 void bench_state_copy(result *res, mb_side *mb);
 
+/* ---- bench_default.c: mbk's default build as a fifth side ---- */
+int bench_default_load(const char *path); /* dies on failure */
+int bench_default_loaded(void);
+const char *bench_default_flags(void);
+const char *bench_default_last_error(void);
+/* A side of the default build at the inputs, or NULL when none is loaded. */
+void *bench_default_create(const bm_model *model, const double *q, const double *u, const double *v,
+                           const double *kud);
+void bench_default_destroy(void *s);
+int bench_default_prepare(void *s, bench_op op);
+int bench_default_run(void *s, bench_op op, long reps);
+int bench_default_eval(void *s, bench_op op, double *out);
+
+/* ---- bench_drake.c: Drake through pydrake (bench_drake.py) ---- */
+void bench_drake_dump(const char *dir, const bm_model *m, mb_side *mb, const double *q, const double *u,
+                      const double *kud);
+void bench_drake_load(const char *path);
+const char *bench_drake_version(void); /* "?" when not loaded */
+/* Drake's figure (overhead subtracted, µs) and difference from mbk for a model and op ("fd", "id",
+   "mass"); 0 if none. */
+int bench_drake_get(const char *model, const char *op, double *us, double *diff);
+void bench_write_drake(FILE *f, const result *rs, int n);
+
+/* ---- bench_prev.c: the previous results.csv ---- */
+void bench_prev_load(const char *path);
+int bench_prev_loaded(void);
+/* The previous run's median (µs) of a (model, op, library) row, or NaN. */
+double bench_prev_median(const char *model, const char *op, const char *library);
+
 /* ---- bench_ops.c ---- */
 /* Relative difference: max |a - b| / max(max |b|, tiny). NaN counts as infinite. */
 double bench_rel_diff(const double *a, const double *b, size_t n);
@@ -193,6 +241,8 @@ void bench_prepare_op(const result *res, mb_side *mb, sb_side *sb, bench_op op);
 void bench_cross_check(result *res, mb_side *mb, sb_side *sb, bench_op op);
 
 /* ---- bench_model_run.c ---- */
+/* The benchmark inputs of a model (q, u, v, known udot; bench_model_run.c). */
+void bench_model_inputs(const bm_model *model, double *q, double *u, double *v, double *kud);
 /* Build the model a spec names; 0 or negative when out of memory. */
 int bench_build_model(bm_model *m, const model_spec *sp);
 /* Build a model's sides, cross-check every operation, and warm up and size its timings. */
@@ -211,6 +261,13 @@ const anchor *bench_find_anchor(const char *name);
 int bench_allocations_ok(const result *rs, int n);
 /* The targets of issue 7, each met or not, from this run's figures (Markdown). */
 void bench_write_targets(FILE *f, const result *rs, int n);
+
+/* ---- bench_report_peers.c ---- */
+void bench_write_pinocchio(FILE *f, const result *rs, int n);
+void bench_write_default_build(FILE *f, const result *rs, int n);
+void bench_write_previous(FILE *f, const result *rs, int n);
+/* Cost per body of each operation against the core's FMA rate at ghz. */
+void bench_write_limits(FILE *f, const result *rs, int n, double ghz);
 
 /* ---- bench_report.c, bench_svg.c, bench_csv.c ---- */
 /* The Markdown report; wall is the whole run's time in seconds. */

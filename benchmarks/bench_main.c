@@ -12,7 +12,7 @@
  * outputs; bench_driver.h lists the other files of the driver.
  *
  * usage: mbk_bench [--md FILE] [--csv FILE] [--batches N] [--batch-ms T]
- *                  [--quick] [--only NAME]
+ *                  [--quick] [--only NAME] [--default-side MODULE] [--prev-csv FILE]
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,7 +31,7 @@ static const model_spec SPECS[] = {
 enum { NUM_MODELS = sizeof SPECS / sizeof SPECS[0] };
 
 int g_quick = 0; /* --quick */
-bench_options g_opt = {15, 0.030, 5.0, NULL, NULL, NULL};
+bench_options g_opt = {15, 0.030, 5.0, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 
 _Noreturn void bench_die(const char *fmt, ...)
 {
@@ -61,18 +61,48 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--batches") && val) g_opt.batches = atoi(argv[++i]);
         else if (!strcmp(a, "--batch-ms") && val) g_opt.batch_s = atof(argv[++i]) * 1e-3;
         else if (!strcmp(a, "--only") && val) g_opt.only = argv[++i];
+        else if (!strcmp(a, "--default-side") && val) g_opt.default_side = argv[++i];
+        else if (!strcmp(a, "--prev-csv") && val) g_opt.prev_csv = argv[++i];
+        else if (!strcmp(a, "--dump-models") && val) g_opt.dump_dir = argv[++i];
+        else if (!strcmp(a, "--drake-csv") && val) g_opt.drake_csv = argv[++i];
         else if (!strcmp(a, "--quick")) {
             g_opt.batches = 3;
             g_opt.batch_s = 0.005;
             g_opt.cap_s = 1.0;
             g_quick = 1;
         } else {
-            fprintf(stderr, "usage: %s [--md FILE] [--csv FILE] [--batches N] [--batch-ms T] [--quick] [--only MODEL]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--md FILE] [--csv FILE] [--batches N] [--batch-ms T] [--quick] [--only MODEL]\n"
+                            "       [--default-side MODULE] [--prev-csv FILE] [--dump-models DIR] [--drake-csv FILE]\n", argv[0]);
             return 2;
         }
     }
     if (g_opt.batches < 3) g_opt.batches = 3;
     if (g_opt.batch_s <= 0) g_opt.batch_s = 0.030;
+    if (g_opt.default_side) bench_default_load(g_opt.default_side);
+    if (g_opt.prev_csv) bench_prev_load(g_opt.prev_csv);
+    if (g_opt.drake_csv) bench_drake_load(g_opt.drake_csv);
+    if (g_opt.dump_dir) { /* the plain models, inputs and mbk's results for bench_drake.py */
+        for (int i = 0; i < NUM_MODELS; ++i) {
+            bm_model m;
+            if (SPECS[i].mbk_only) continue;
+            if (bench_build_model(&m, &SPECS[i]) < 0) bench_die("out of memory");
+            if (m.n_balls || m.n_spheres || (g_opt.only && strcmp(m.name, g_opt.only))) {
+                bm_free(&m);
+                continue;
+            }
+            double *q = bench_xcalloc((size_t)m.nq, sizeof(double)), *u = bench_xcalloc((size_t)m.nu, sizeof(double));
+            double *v = bench_xcalloc((size_t)m.nu, sizeof(double)), *kud = bench_xcalloc((size_t)m.nu, sizeof(double));
+            bench_model_inputs(&m, q, u, v, kud);
+            mb_side *mb = mb_create(&m);
+            if (!mb || mb_set_inputs(mb, q, u, v, kud) < 0) bench_die("%s: %s", m.name, mb_last_error());
+            bench_drake_dump(g_opt.dump_dir, &m, mb, q, u, kud);
+            printf("wrote %s/%s.txt\n", g_opt.dump_dir, m.name);
+            mb_destroy(mb);
+            free(q), free(u), free(v), free(kud);
+            bm_free(&m);
+        }
+        return 0;
+    }
     double t0 = bench_now();
     result *rs = bench_xcalloc(NUM_MODELS, sizeof *rs);
     model_run *runs = bench_xcalloc(NUM_MODELS, sizeof *runs);

@@ -32,6 +32,13 @@ struct mb_side {
 
 static char g_err[512];
 
+#ifndef MBK_BENCH_SIDE_FLAGS
+#define MBK_BENCH_SIDE_FLAGS "?"
+#endif
+/* The flags this side and its library were compiled with (the default build's module). */
+const char *mb_build_flags(void);
+const char *mb_build_flags(void) { return MBK_BENCH_SIDE_FLAGS; }
+
 const char *mb_last_error(void) { return g_err; }
 long mb_allocation_count(void) { return mbk_get_allocation_count(); }
 
@@ -187,9 +194,9 @@ int mb_make_consistent(mb_side *s, double *q, double *u, double tol)
 int mb_result_len(mb_side *s, bench_op op)
 {
     switch (op) {
-    case OP_FULL: case OP_UONLY: case OP_RNEA_KIN: case OP_RNEA: case OP_MINV: return s->nu;
+    case OP_FULL: case OP_UONLY: case OP_RNEA_KIN: case OP_RNEA: case OP_MINV: case OP_ID: return s->nu;
     case OP_POSITION: return 12 * (s->nb - 1);
-    case OP_MASS: return s->nu * s->nu;
+    case OP_MASS: case OP_MASS_KIN: return s->nu * s->nu;
     case OP_CONSTRAINED: return s->model->n_balls ? s->nu + mbk_state_get_num_multipliers(s->s) : -1;
     case OP_STEP: return s->nq + s->nu;
     default: return -1;
@@ -205,9 +212,9 @@ int mb_eval(mb_side *s, bench_op op, double *out)
     size_t nu = (size_t)s->nu;
     switch (op) {
     case OP_FULL: case OP_UONLY: memcpy(out, mbk_state_get_udot(s->s), nu * sizeof(double)); break;
-    case OP_RNEA_KIN: case OP_RNEA: memcpy(out, s->res, nu * sizeof(double)); break;
+    case OP_RNEA_KIN: case OP_RNEA: case OP_ID: memcpy(out, s->res, nu * sizeof(double)); break;
     case OP_MINV: memcpy(out, s->minv, nu * sizeof(double)); break;
-    case OP_MASS: memcpy(out, s->M, nu * nu * sizeof(double)); break;
+    case OP_MASS: case OP_MASS_KIN: memcpy(out, s->M, nu * nu * sizeof(double)); break;
     case OP_POSITION:
         for (int b = 1; b < s->nb; ++b) {
             mbk_transform X;
@@ -244,7 +251,7 @@ static int step_reset(mb_side *s)
 
 int mb_prepare(mb_side *s, bench_op op)
 {
-    if (op == OP_MASS && !s->M) {
+    if ((op == OP_MASS || op == OP_MASS_KIN) && !s->M) {
         s->M = malloc((size_t)s->nu * (size_t)s->nu * sizeof(double) + sizeof(double));
         if (!s->M) {
             snprintf(g_err, sizeof g_err, "mbk bench: out of memory for M");
@@ -306,6 +313,22 @@ int mb_run(mb_side *s, bench_op op, long reps)
         break;
     case OP_MINV:
         for (long r = 0; r < reps; ++r) bad |= mbk_matter_multiply_by_M_inverse(m, st, s->v, s->minv);
+        break;
+    case OP_ID: /* with the applied forces the System computes at Dynamics (gravity, contact) */
+        for (long r = 0; r < reps; ++r) {
+            bad |= mbk_state_set_q(st, s->q, s->nq);
+            bad |= mbk_state_set_u(st, s->u, s->nu);
+            bad |= mbk_system_realize(sys, st, MBK_STAGE_DYNAMICS);
+            bad |= mbk_matter_calc_residual_force(m, st, mbk_multibody_get_mobility_forces(sys, st),
+                                                  mbk_multibody_get_body_forces(sys, st), s->kud, s->res);
+        }
+        break;
+    case OP_MASS_KIN:
+        for (long r = 0; r < reps; ++r) {
+            bad |= mbk_state_set_q(st, s->q, s->nq);
+            bad |= mbk_system_realize(sys, st, MBK_STAGE_POSITION);
+            bad |= mbk_matter_calc_mass_matrix(m, st, s->M);
+        }
         break;
     case OP_STEP:
         for (long r = 0; r < reps; ++r) {

@@ -18,6 +18,16 @@ int bench_build_model(bm_model *m, const model_spec *sp)
     return bm_make_humanoid(m);
 }
 
+/* The benchmark inputs of a model: q, u (bm_initial_state), v for M^-1 v and a known udot, from the
+   same seed for every model. */
+void bench_model_inputs(const bm_model *model, double *q, double *u, double *v, double *kud)
+{
+    bm_rng rng = {0x6D626B2D62656E63ull}; /* same seed for every model */
+    bm_initial_state(model, &rng, q, u);
+    for (int i = 0; i < model->nu; ++i) v[i] = bm_rand(&rng);
+    for (int i = 0; i < model->nu; ++i) kud[i] = bm_rand(&rng);
+}
+
 /* Loop models: put the state on the constraints (mbk's assembly and projection; both sides then
    load that state). */
 static void make_consistent(const bm_model *model, mb_side *mb, double *q, double *u)
@@ -72,16 +82,13 @@ void bench_model_open(const model_spec *sp, result *res, model_run *mr)
     res->mbk_only = sp->mbk_only;
     res->kind = model.n_balls ? MK_CONSTRAINED : model.n_spheres ? MK_CONTACT : MK_PLAIN;
     res->chain = res->kind == MK_PLAIN && !strcmp(sp->kind, "chain");
-    for (int op = 0; op < NUM_OPS; ++op) res->err[op] = res->err2[op] = NAN;
+    for (int op = 0; op < NUM_OPS; ++op) res->err[op] = res->err2[op] = res->err_pin[op] = res->err_df[op] = NAN;
     printf("%s: %d bodies, nq %d, nu %d%s\n", model.name, model.n, model.nq, model.nu,
            sp->mbk_only ? " (mbk only)" : "");
     size_t nu = (size_t)model.nu;
     double *q = bench_xcalloc((size_t)model.nq, sizeof(double)), *u = bench_xcalloc(nu, sizeof(double));
     double *v = bench_xcalloc(nu, sizeof(double)), *kud = bench_xcalloc(nu, sizeof(double));
-    bm_rng rng = {0x6D626B2D62656E63ull}; /* same seed for every model */
-    bm_initial_state(&model, &rng, q, u);
-    for (size_t i = 0; i < nu; ++i) v[i] = bm_rand(&rng);
-    for (size_t i = 0; i < nu; ++i) kud[i] = bm_rand(&rng);
+    bench_model_inputs(&model, q, u, v, kud);
 
     mb_side *mb = mb_create(&model);
     if (!mb) bench_die("%s: %s", model.name, mb_last_error());
@@ -127,6 +134,33 @@ void bench_model_open(const model_spec *sp, result *res, model_run *mr)
             }
         printf("\n");
     }
+    /* MuJoCo from PyPI, the same way (no contacts, no loop closures; left out of --quick on 1000+) */
+    mjb_side *mj4 = NULL;
+    if (!sp->mbk_only && mj4b_available() && res->kind == MK_PLAIN && !(g_quick && model.n >= 1000)) {
+        mj4 = mj4b_create(&model);
+        if (!mj4) bench_die("%s: %s", model.name, mj4b_last_error());
+        if (mj4b_set_inputs(mj4, q, u) < 0) bench_die("%s: %s", model.name, mj4b_last_error());
+        double *a = bench_xcalloc(nu, sizeof(double)), *b = bench_xcalloc(nu, sizeof(double));
+        if (mb_eval(mb, OP_FULL, a) < 0) bench_die("%s: %s", model.name, mb_last_error());
+        if (mj4b_udot(mj4, b) < 0) bench_die("%s: %s", model.name, mj4b_last_error());
+        res->err_mj4 = bench_rel_diff(b, a, nu);
+        res->has_mj4 = 1;
+        printf("  cross-check MuJoCo %s (PyPI) udot vs mbk (relative): %.1e\n", mj4b_version(), res->err_mj4);
+        free(a);
+        free(b);
+        if (!(res->err_mj4 <= TOL)) {
+            if (sb && res->err[OP_FULL] <= 1e-12 && res->err_mj4 <= 1e-6 && model.n >= 1000) {
+                printf("  MuJoCo (PyPI) left out of the timing: its udot is off by %.1e\n", res->err_mj4);
+                res->has_mj4 = 0;
+                res->mj4_excluded = 1;
+                mj4b_destroy(mj4);
+                mj4 = NULL;
+            } else {
+                bench_die("%s: MuJoCo (PyPI)'s udot differs from mbk's by %.3e relative (tolerance %.0e)", model.name,
+                          res->err_mj4, TOL);
+            }
+        }
+    }
     if (mj && !(res->err_mj <= TOL)) {
         /* MuJoCo factorizes the dense mass matrix; on long chains its udot drifts (ANCHORS.md:
            1.5e-8 at chain1000) while mbk and Simbody agree at ABA level. Only in that case is
@@ -143,12 +177,59 @@ void bench_model_open(const model_spec *sp, result *res, model_run *mr)
                 model.name, res->err_mj, TOL);
         }
     }
+    pin_side *pn = NULL;
+    void *df = NULL;
+    if (!sp->mbk_only && res->kind == MK_PLAIN && pin_available() && model.nu > pin_max_nu()) {
+        res->pin_skipped = 1;
+        printf("  Pinocchio not run: nu %d > %d (its Data holds four nu^3 tensors: %.0f GB)\n", model.nu, pin_max_nu(),
+               32.0 * model.nu * (double)model.nu * model.nu / 1e9);
+    } else if (!sp->mbk_only && res->kind == MK_PLAIN && pin_available()) {
+        pn = pin_create(&model);
+        if (!pn) bench_die("%s: %s", model.name, pin_last_error());
+        if (pin_set_inputs(pn, q, u, kud) < 0) bench_die("%s: %s", model.name, pin_last_error());
+        res->has_pin = 1;
+        printf("  cross-check Pinocchio %s vs mbk (relative):", pin_version());
+        for (int op = 0; op < NUM_OPS; ++op)
+            if (pin_has_op((bench_op)op) && bench_op_applies(res, (bench_op)op)) {
+                int len = mb_result_len(mb, (bench_op)op);
+                double *a = bench_xcalloc((size_t)len, sizeof(double)), *b = bench_xcalloc((size_t)len, sizeof(double));
+                if (mb_eval(mb, (bench_op)op, a) < 0) bench_die("%s: %s", model.name, mb_last_error());
+                if (pin_eval(pn, (bench_op)op, b) < 0) bench_die("%s: %s", model.name, pin_last_error());
+                res->err_pin[op] = bench_rel_diff(b, a, (size_t)len);
+                printf(" %s %.1e", OPS[op].name, res->err_pin[op]);
+                free(a);
+                free(b);
+                if (!(res->err_pin[op] <= TOL))
+                    bench_die("%s: %s: Pinocchio differs from mbk by %.3e relative (tolerance %.0e); not timing a wrong answer",
+                        model.name, OPS[op].name, res->err_pin[op], TOL);
+            }
+        printf("\n");
+    }
+    if (bench_default_loaded()) {
+        df = bench_default_create(&model, q, u, v, kud);
+        for (int op = 0; op < NUM_OPS; ++op)
+            if (bench_op_applies(res, (bench_op)op)) {
+                int len = mb_result_len(mb, (bench_op)op);
+                double *a = bench_xcalloc((size_t)len, sizeof(double)), *b = bench_xcalloc((size_t)len, sizeof(double));
+                if (mb_eval(mb, (bench_op)op, a) < 0) bench_die("%s: %s", model.name, mb_last_error());
+                if (bench_default_eval(df, (bench_op)op, b) < 0) bench_die("%s: default build: %s", model.name, bench_default_last_error());
+                res->err_df[op] = bench_rel_diff(b, a, (size_t)len);
+                free(a);
+                free(b);
+                if (!(res->err_df[op] <= 1e-12))
+                    bench_die("%s: %s: the default build differs from this build by %.3e relative", model.name,
+                        OPS[op].name, res->err_df[op]);
+            }
+    }
     printf("  self-check |residual(udot)| relative: %.1e\n", res->self_check);
     if (!(res->self_check <= TOL)) bench_die("%s: mbk's residual at its own udot is %.3e relative", model.name, res->self_check);
     mr->model = model;
     mr->mb = mb;
     mr->sb = sb;
     mr->mj = mj;
+    mr->mj4 = mj4;
+    mr->pn = pn;
+    mr->df = df;
     mr->q = q;
     mr->u = u;
     mr->v = v;
@@ -162,6 +243,9 @@ void bench_model_close(model_run *mr)
     bench_ops_finish(mr);
     bench_state_copy(mr->res, mr->mb);
     mjb_destroy(mr->mj);
+    mj4b_destroy(mr->mj4);
+    pin_destroy(mr->pn);
+    bench_default_destroy(mr->df);
     sb_destroy(mr->sb);
     mb_destroy(mr->mb);
     free(mr->q);

@@ -67,10 +67,14 @@ int mjb_available(void) { return 1; }
 
 const char *mjb_version(void)
 {
+#if mjVERSION_HEADER >= 300 /* 3.x numbers versions as 3xy, 4.x as 4000000; both have the string */
+    return mj_versionString();
+#else
     static char buf[32];
     int v = mj_version();
     snprintf(buf, sizeof buf, "%d.%d.%d", v / 100, (v / 10) % 10, v % 10);
     return buf;
+#endif
 }
 
 /* Children lists of the model (first child, next sibling). */

@@ -26,6 +26,13 @@ const op_info OPS[NUM_OPS] = {
                         {"udot", "multipliers"}, MK_CONSTRAINED},
     [OP_STEP] = {"step", "One integrator step (RK-Merson, fixed step; µs per step, method in Setup)",
                  {"q", "u"}, MK_ALL},
+    [OP_ID] = {"id",
+               "Inverse dynamics with gravity from scratch (set q and u, realize to Dynamics, residual force with "
+               "the applied forces; Simbody: calcResidualForceIgnoringConstraints; Pinocchio: rnea)",
+               {"residual", NULL}, MK_PLAIN | MK_CONTACT},
+    [OP_MASS_KIN] = {"mass_kin",
+                     "Mass matrix from scratch (set q, realize to Position, M; Pinocchio: crba, upper triangle)",
+                     {"M", NULL}, MK_PLAIN},
 };
 
 /* Relative difference: max |a - b| / max(max |b|, tiny). NaN counts as infinite. */
@@ -50,7 +57,7 @@ void bench_prepare_op(const result *res, mb_side *mb, sb_side *sb, bench_op op)
 
 int bench_op_applies(const result *res, bench_op op)
 {
-    return (OPS[op].models & res->kind) && !(op == OP_MASS && res->nu > MASS_MATRIX_MAX_NU);
+    return (OPS[op].models & res->kind) && !((op == OP_MASS || op == OP_MASS_KIN) && res->nu > MASS_MATRIX_MAX_NU);
 }
 
 /* Parts of an op's result compared separately because their units differ: constrained =

@@ -26,6 +26,10 @@ typedef enum bench_op {
     OP_CONSTRAINED, /* constrained forward dynamics: set q and u, realize to Acceleration
                        (udot and multipliers); models with constraints only */
     OP_STEP,        /* one fixed RK-Merson step of BENCH_STEP_H (see below) */
+    OP_ID,          /* inverse dynamics with gravity from scratch: set q and u, realize to Dynamics,
+                       residual force with the System's applied forces (Pinocchio: rnea) */
+    OP_MASS_KIN,    /* mass matrix from scratch: set q, realize to Position, explicit M
+                       (Pinocchio: crba, which computes its kinematics from q) */
     NUM_OPS
 } bench_op;
 
@@ -95,6 +99,29 @@ const char *sb_last_error(void);
 /* "3.7" etc. */
 const char *sb_version(void);
 
+/* ---- Pinocchio (aba, rnea, crba) ----
+   C++ from the headers of the PyPI wheels (libpinocchio, cmeel-eigen, cmeel-boost), its templates
+   instantiated with the benchmark's own flags; built only when configured with
+   MBK_PINOCCHIO_PREFIX (make bench installs the wheels into a virtual environment). Inputs and
+   results in mbk's order and conventions; the free base is mapped (bench_pinocchio.cpp). Ops:
+   OP_FULL = aba(q, v, 0), OP_ID = rnea(q, v, udot), OP_MASS_KIN = crba(q) (upper triangle, as
+   Pinocchio fills it; the result is mirrored for the cross-check). */
+typedef struct pin_side pin_side;
+int pin_available(void);
+const char *pin_version(void);
+pin_side *pin_create(const bm_model *model);
+void pin_destroy(pin_side *s);
+int pin_set_inputs(pin_side *s, const double *q, const double *u, const double *known_udot);
+/* The most u Pinocchio is run with: its Data allocates and zeroes four nu^3 tensors (second-order
+   RNEA derivatives) whatever is computed, 32 GB at nu = 1000. */
+int pin_max_nu(void);
+/* Whether Pinocchio runs an op (OP_FULL, OP_ID, OP_MASS_KIN). */
+int pin_has_op(bench_op op);
+/* Run the op once and copy its result out in mbk's order and conventions (as mb_eval). */
+int pin_eval(pin_side *s, bench_op op, double *out);
+int pin_run(pin_side *s, bench_op op, long reps);
+const char *pin_last_error(void);
+
 /* ---- whole runs (integration) ---- */
 typedef struct run_result {
     double wall_s;   /* wall time of the integration (initialize + step to t_final) */
@@ -116,7 +143,9 @@ size_t mb_state_bytes(const mb_side *s);
 int mb_run_state_copy(mb_side *s, long reps); /* mbk_state_copy(dst, src) */
 int mb_run_memcpy(mb_side *s, long reps);     /* memcpy of mb_state_bytes() bytes */
 
-/* ---- MuJoCo (mj_forward: full cycle only) ---- */
+/* ---- MuJoCo (mj_forward: full cycle only) ----
+   bench_mujoco.c defines these in each MuJoCo module; the driver's bench_mjload.c defines them
+   too, forwarding to Debian's module. */
 typedef struct mjb_side mjb_side;
 int mjb_available(void); /* 0 when built without MuJoCo */
 mjb_side *mjb_create(const bm_model *model);
@@ -129,6 +158,15 @@ int mjb_udot(mjb_side *s, double *udot);
 int mjb_run_full(mjb_side *s, long reps);
 const char *mjb_last_error(void);
 const char *mjb_version(void);
+/* The same for MuJoCo from PyPI (mujoco-core), loaded beside Debian's (bench_mjload.c). */
+int mj4b_available(void);
+const char *mj4b_version(void);
+mjb_side *mj4b_create(const bm_model *model);
+void mj4b_destroy(mjb_side *s);
+int mj4b_set_inputs(mjb_side *s, const double *q, const double *u);
+int mj4b_udot(mjb_side *s, double *udot);
+int mj4b_run_full(mjb_side *s, long reps);
+const char *mj4b_last_error(void);
 
 #ifdef __cplusplus
 }

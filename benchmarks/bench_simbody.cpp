@@ -194,9 +194,9 @@ int sb_set_inputs(sb_side *s, const double *q, const double *u, const double *v,
 int sb_result_len(sb_side *s, bench_op op)
 {
     switch (op) {
-    case OP_FULL: case OP_UONLY: case OP_RNEA_KIN: case OP_RNEA: case OP_MINV: return s->nu;
+    case OP_FULL: case OP_UONLY: case OP_RNEA_KIN: case OP_RNEA: case OP_MINV: case OP_ID: return s->nu;
     case OP_POSITION: return 12 * (s->nb - 1);
-    case OP_MASS: return s->nu * s->nu;
+    case OP_MASS: case OP_MASS_KIN: return s->nu * s->nu;
     case OP_CONSTRAINED: return s->constrained ? s->nu + s->state.getNMultipliers() : -1;
     case OP_STEP: return s->nq + s->nu;
     default: return -1;
@@ -216,9 +216,9 @@ int sb_eval(sb_side *s, bench_op op, double *out)
         };
         switch (op) {
         case OP_FULL: case OP_UONLY: copy_u(s->state.getUDot(), out); break;
-        case OP_RNEA_KIN: case OP_RNEA: copy_u(s->res, out); break;
+        case OP_RNEA_KIN: case OP_RNEA: case OP_ID: copy_u(s->res, out); break;
         case OP_MINV: copy_u(s->minv, out); break;
-        case OP_MASS:
+        case OP_MASS: case OP_MASS_KIN:
             for (int i = 0; i < n; ++i)
                 for (int j = 0; j < n; ++j) out[(size_t)i * n + j] = s->M(s->umap[i], s->umap[j]);
             break;
@@ -267,7 +267,7 @@ static void step_reset(sb_side *s)
 int sb_prepare(sb_side *s, bench_op op)
 {
     return guarded([&] {
-        if (op == OP_MASS && s->M.nrow() != s->nu) s->M.resize(s->nu, s->nu);
+        if ((op == OP_MASS || op == OP_MASS_KIN) && s->M.nrow() != s->nu) s->M.resize(s->nu, s->nu);
         load(s);
         if (op != OP_STEP) return;
         if (!s->integ) {
@@ -323,6 +323,22 @@ int sb_run(sb_side *s, bench_op op, long reps)
             break;
         case OP_MINV:
             for (long r = 0; r < reps; ++r) m.multiplyByMInv(st, s->v, s->minv);
+            break;
+        case OP_ID: // with the applied forces the System computes at Dynamics
+            for (long r = 0; r < reps; ++r) {
+                st.setQ(s->q);
+                st.setU(s->u);
+                sys.realize(st, Stage::Dynamics);
+                m.calcResidualForceIgnoringConstraints(st, sys.getMobilityForces(st, Stage::Dynamics),
+                                                       sys.getRigidBodyForces(st, Stage::Dynamics), s->kud, s->res);
+            }
+            break;
+        case OP_MASS_KIN:
+            for (long r = 0; r < reps; ++r) {
+                st.setQ(s->q);
+                sys.realize(st, Stage::Position);
+                m.calcM(st, s->M);
+            }
             break;
         case OP_STEP:
             for (long r = 0; r < reps; ++r) {

@@ -27,6 +27,9 @@ double bench_median_sorted(const double *x, int n) { return n % 2 ? x[n / 2] : 0
 static int run_mb(void *s, bench_op op, long reps) { return mb_run(s, op, reps); }
 static int run_sb(void *s, bench_op op, long reps) { return sb_run(s, op, reps); }
 static int run_mj(void *s, bench_op op, long reps) { (void)op; return mjb_run_full(s, reps); }
+static int run_mj4(void *s, bench_op op, long reps) { (void)op; return mj4b_run_full(s, reps); }
+static int run_pin(void *s, bench_op op, long reps) { return pin_run(s, op, reps); }
+static int run_df(void *s, bench_op op, long reps) { return bench_default_run(s, op, reps); }
 static int run_copy(void *s, bench_op op, long reps) { (void)op; return mb_run_state_copy(s, reps); }
 static int run_memcpy(void *s, bench_op op, long reps) { (void)op; return mb_run_memcpy(s, reps); }
 
@@ -34,7 +37,8 @@ static double time_batch(run_fn run, void *side, bench_op op, long reps, const c
 {
     double t0 = bench_now();
     if (run(side, op, reps) < 0)
-        bench_die("%s failed: %s", who, run == run_sb ? sb_last_error() : run == run_mj ? mjb_last_error() : mb_last_error());
+        bench_die("%s failed: %s", who, run == run_sb ? sb_last_error() : run == run_mj ? mjb_last_error()
+                  : run == run_mj4 ? mj4b_last_error() : run == run_pin ? pin_last_error() : run == run_df ? bench_default_last_error() : mb_last_error());
     return bench_now() - t0;
 }
 
@@ -69,7 +73,7 @@ static void summarize(bstat *st, double *per_call, int n, long reps)
 
 static void timing_start(timing *tm)
 {
-    double tc[3] = {0, 0, 0}, per_batch = 0;
+    double tc[NSIDES] = {0}, per_batch = 0;
     tm->na = 0;
     tm->nalloc = 0;
     for (int j = 0; j < tm->k; ++j)
@@ -83,7 +87,7 @@ static void timing_start(timing *tm)
         tm->batches = (int)(g_opt.cap_s / per_batch);
         if (tm->batches < 3) tm->batches = 3;
     }
-    for (int j = 0; j < 3; ++j) tm->t[j] = bench_xcalloc((size_t)tm->batches, sizeof(double));
+    for (int j = 0; j < NSIDES; ++j) tm->t[j] = bench_xcalloc((size_t)tm->batches, sizeof(double));
 }
 
 /* Batch b of every side, rotating which side goes first; one untimed call first warms the
@@ -104,10 +108,10 @@ static void timing_finish(timing *tm)
     if (tm->allocs) *tm->allocs = (double)tm->nalloc / ((double)tm->reps[0] * tm->batches);
     for (int j = 0; j < tm->k; ++j)
         if (tm->side[j]) summarize(tm->out[j], tm->t[j], tm->batches, tm->reps[j]);
-    for (int j = 0; j < 3; ++j) free(tm->t[j]);
+    for (int j = 0; j < NSIDES; ++j) free(tm->t[j]);
 }
 
-/* Time up to three sides of one operation on their own, interleaved batch by batch. */
+/* Time up to NSIDES sides of one operation on their own, interleaved batch by batch. */
 static void bench_sides_n(int k, run_fn *run, void **side, const char **who, bench_op op, bstat **out,
                           double *allocs)
 {
@@ -152,11 +156,20 @@ void bench_ops_start(model_run *mr)
         snprintf(w[0], sizeof w[0], "mbk %s %s", res->name, OPS[op].name);
         snprintf(w[1], sizeof w[1], "Simbody %s %s", res->name, OPS[op].name);
         snprintf(w[2], sizeof w[2], "MuJoCo %s mj_forward", res->name);
+        snprintf(w[3], sizeof w[3], "MuJoCo (PyPI) %s mj_forward", res->name);
+        snprintf(w[4], sizeof w[4], "Pinocchio %s %s", res->name, OPS[op].name);
+        snprintf(w[5], sizeof w[5], "mbk default build %s %s", res->name, OPS[op].name);
         timing *t = &mr->tm[mr->nt++];
-        *t = (timing){.k = 3, .run = {run_mb, run_sb, run_mj}, .side = {mr->mb, mr->sb, op == OP_FULL ? mr->mj : NULL},
-                      .who = {w[0], w[1], w[2]}, .out = {&res->mb[op], &res->sb[op], &res->mj},
+        /* Simbody's calcM is n products M v: timed once (OP_MASS), not again from scratch */
+        *t = (timing){.k = NSIDES, .run = {run_mb, run_sb, run_mj, run_mj4, run_pin, run_df},
+                      .side = {mr->mb, op == OP_MASS_KIN ? NULL : mr->sb, op == OP_FULL ? mr->mj : NULL,
+                               op == OP_FULL ? mr->mj4 : NULL, pin_has_op((bench_op)op) ? mr->pn : NULL, mr->df},
+                      .who = {w[0], w[1], w[2], w[3], w[4], w[5]},
+                      .out = {&res->mb[op], &res->sb[op], &res->mj, &res->mj4, &res->pn[op], &res->df[op]},
                       .allocs = &res->allocs[op], .op = (bench_op)op};
         bench_prepare_op(res, mr->mb, mr->sb, (bench_op)op);
+        if (mr->df && bench_default_prepare(mr->df, (bench_op)op) < 0)
+            bench_die("mbk default build %s %s: prepare: %s", res->name, OPS[op].name, bench_default_last_error());
         timing_start(t);
         if (t->batches > mr->most) mr->most = t->batches;
     }
@@ -169,7 +182,11 @@ void bench_ops_batches(model_run *mr, int b0, int b1)
     for (int b = b0; b < b1; ++b)
         for (int i = 0; i < mr->nt; ++i)
             if (b < mr->tm[i].batches) {
-                if (mr->nt > 1) bench_prepare_op(mr->res, mr->mb, mr->sb, mr->tm[i].op);
+                if (mr->nt > 1) {
+                    bench_prepare_op(mr->res, mr->mb, mr->sb, mr->tm[i].op);
+                    if (mr->df && bench_default_prepare(mr->df, mr->tm[i].op) < 0)
+                        bench_die("mbk default build: prepare: %s", bench_default_last_error());
+                }
                 timing_batch(&mr->tm[i], b);
             }
 }
@@ -183,9 +200,12 @@ void bench_ops_finish(model_run *mr)
         timing_finish(&mr->tm[i]);
         const bstat *a = &res->mb[op];
         printf("  %-12s mbk %10.3f us (min %10.3f, %ld x %d)", OPS[op].name, a->med, a->min, a->reps, a->batches);
-        if (mr->sb)
+        if (mr->tm[i].side[SIDE_SB])
             printf("   Simbody %10.3f us (min %10.3f)  ratio %6.2f", res->sb[op].med, res->sb[op].min, res->sb[op].med / a->med);
-        if (mr->tm[i].side[2]) printf("   MuJoCo %10.3f us  ratio %6.2f", res->mj.med, res->mj.med / a->med);
+        if (mr->tm[i].side[SIDE_MJ]) printf("   MuJoCo %10.3f us  ratio %6.2f", res->mj.med, res->mj.med / a->med);
+        if (mr->tm[i].side[SIDE_MJ4]) printf("   MuJoCo PyPI %10.3f us  ratio %6.2f", res->mj4.med, res->mj4.med / a->med);
+        if (mr->tm[i].side[SIDE_PIN]) printf("   Pinocchio %10.3f us  ratio %6.2f", res->pn[op].med, res->pn[op].med / a->med);
+        if (mr->tm[i].side[SIDE_DF]) printf("   default build %10.3f us  ratio %6.2f", res->df[op].med, res->df[op].med / a->med);
         printf("   allocs/call %g\n", res->allocs[op]);
     }
     fflush(stdout);

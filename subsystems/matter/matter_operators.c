@@ -81,29 +81,119 @@ static inline mbk_spatial_vec force_to_origin(const mbk_spatial_vec *F, mbk_vec3
     return mbk_spatial_vec_make(mbk_vec3_add(F->w, mbk_vec3_cross(p, F->v)), F->v);
 }
 
-/* Row col of M left of the body's own block, and its mirror in column col:
-   H^T F for every ancestor's u, zeros for the u of other branches. Ancestors
-   come in unbranched runs whose u are contiguous, so the walk is a few dense
-   loops, not a chase through parent indices. */
-static void mass_row_ancestors(const mbk_matter *m, const mt_body *b, const mbk_spatial_vec *HO,
-                               const mbk_spatial_vec *F_O, double *M, int col, int n)
+/* H about Ground's origin, one array per component (structure of arrays), so that a row's
+   entries over a run of ancestors are one loop the compiler vectorizes. */
+typedef struct mass_h {
+    double *wx, *wy, *wz, *vx, *vy, *vz;
+} mass_h;
+
+/* row[u] = H_u^T F for u in [lo, top): the 6-vector dot product of mbk_spatial_vec_dot, in its
+   order of operations, over a run of contiguous u. */
+static void mass_row_run(double *restrict row, const double *restrict wx, const double *restrict wy,
+                         const double *restrict wz, const double *restrict vx, const double *restrict vy,
+                         const double *restrict vz, mbk_spatial_vec F, int lo, int top)
 {
-    double *row = M + (size_t)col * (size_t)n;
+    for (int u = lo; u < top; ++u)
+        row[u] = (wx[u] * F.w.x + wy[u] * F.w.y + wz[u] * F.w.z) + (vx[u] * F.v.x + vy[u] * F.v.y + vz[u] * F.v.z);
+}
+
+/* Row col of M left of the body's own block (the lower triangle): H^T F for every ancestor's
+   u, zeros for the u of other branches. Ancestors come in unbranched runs whose u are
+   contiguous, so the walk is a few dense loops, not a chase through parent indices. */
+static void mass_row_ancestors(const mbk_matter *m, const mt_body *b, const mass_h *h, mbk_spatial_vec F_O,
+                               double *row)
+{
     int hi = b->u0; /* columns hi.. are written */
     for (int k = b->parent; k > 0; k = m->bodies[m->bodies[k].run0].parent) {
         int lo = m->bodies[m->bodies[k].run0].u0, top = m->bodies[k].u0 + m->bodies[k].nu;
         if (top < hi) memset(row + top, 0, (size_t)(hi - top) * sizeof *row);
-        for (int u = lo; u < top; ++u) row[u] = mbk_spatial_vec_dot(HO[u], *F_O);
-        for (int u = lo; u < top; ++u) M[(size_t)u * (size_t)n + (size_t)col] = row[u];
+        mass_row_run(row, h->wx, h->wy, h->wz, h->vx, h->vy, h->vz, F_O, lo, top);
         hi = lo;
     }
     if (hi > 0) memset(row, 0, (size_t)hi * sizeof *row);
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
+/* Four doubles as one vector (GCC's vector extension: 256-bit registers where the target has
+   them, pairs of 128-bit ones otherwise), for the 4 x 4 transposes of the mirror. */
+typedef double mass_v4 __attribute__((vector_size(32)));
+typedef long long mass_v4i __attribute__((vector_size(32)));
+#define MASS_SHUFFLE(a, b, i, j, k, l) __builtin_shuffle(a, b, (mass_v4i){i, j, k, l})
+
+/* The 4 x 4 block at rows r..r+3, columns c..c+3 of the upper triangle from its mirror image
+   at rows c..c+3, columns r..r+3 of the lower: four row loads, eight shuffles, four row stores. */
+static inline void mass_mirror_4x4(double *M, size_t n, size_t r, size_t c)
+{
+    mass_v4 a, b, x, y;
+    memcpy(&a, M + c * n + r, sizeof a);
+    memcpy(&b, M + (c + 1) * n + r, sizeof b);
+    memcpy(&x, M + (c + 2) * n + r, sizeof x);
+    memcpy(&y, M + (c + 3) * n + r, sizeof y);
+    mass_v4 t0 = MASS_SHUFFLE(a, b, 0, 4, 2, 6), t1 = MASS_SHUFFLE(a, b, 1, 5, 3, 7);
+    mass_v4 t2 = MASS_SHUFFLE(x, y, 0, 4, 2, 6), t3 = MASS_SHUFFLE(x, y, 1, 5, 3, 7);
+    mass_v4 o0 = MASS_SHUFFLE(t0, t2, 0, 1, 4, 5), o1 = MASS_SHUFFLE(t1, t3, 0, 1, 4, 5);
+    mass_v4 o2 = MASS_SHUFFLE(t0, t2, 2, 3, 6, 7), o3 = MASS_SHUFFLE(t1, t3, 2, 3, 6, 7);
+    memcpy(M + r * n + c, &o0, sizeof o0);
+    memcpy(M + (r + 1) * n + c, &o1, sizeof o1);
+    memcpy(M + (r + 2) * n + c, &o2, sizeof o2);
+    memcpy(M + (r + 3) * n + c, &o3, sizeof o3);
+}
+#else
+static inline void mass_mirror_4x4(double *M, size_t n, size_t r, size_t c)
+{
+    for (size_t i = 0; i < 4; ++i)
+        for (size_t j = 0; j < 4; ++j) M[(r + i) * n + c + j] = M[(c + j) * n + r + i];
+}
+#endif
+
+/* The upper triangle from the lower, for a dense lower triangle (long chains): 4 x 4 blocks
+   transposed in registers, row block by row block, so that the stores stream along four rows
+   and every source line is read from cache (a column-wise mirror touches a new line per
+   entry); the blocks on the diagonal and the ragged edge entry by entry. */
+static void mass_mirror_tiled(double *M, int n)
+{
+    size_t N = (size_t)n, r0 = 0;
+    for (; r0 + 4 <= N; r0 += 4) {
+        for (size_t r = r0; r < r0 + 4; ++r)
+            for (size_t c = r + 1; c < r0 + 4; ++c) M[r * N + c] = M[c * N + r];
+        size_t c0 = r0 + 4;
+        for (; c0 + 4 <= N; c0 += 4) mass_mirror_4x4(M, N, r0, c0);
+        for (size_t r = r0; r < r0 + 4; ++r)
+            for (size_t c = c0; c < N; ++c) M[r * N + c] = M[c * N + r];
+    }
+    for (size_t r = r0; r < N; ++r)
+        for (size_t c = r + 1; c < N; ++c) M[r * N + c] = M[c * N + r];
+}
+
+/* The ancestors' entries of row col and their mirrors in column col, for trees (a sparse
+   lower triangle: most ancestors sit alone in their runs, and most entries are zeros between
+   branches, which the caller zeroed beforehand in one pass). */
+static void mass_row_ancestors_mirrored(const mbk_matter *m, const mt_body *b, const mass_h *h, mbk_spatial_vec F_O,
+                                        double *M, int col, int n)
+{
+    double *row = M + (size_t)col * (size_t)n;
+    /* ancestor by ancestor through the packed 32-byte records: the walk is a chain of dependent
+       loads, which stay in L1 there (the full body descriptions are ten times as large) */
+    for (int k = b->parent; k > 0; k = m->nodes[k].parent) {
+        int lo = m->nodes[k].u0, top = lo + m->nodes[k].nu;
+        for (int u = lo; u < top; ++u) {
+            double e = (h->wx[u] * F_O.w.x + h->wy[u] * F_O.w.y + h->wz[u] * F_O.w.z) +
+                       (h->vx[u] * F_O.v.x + h->vy[u] * F_O.v.y + h->vz[u] * F_O.v.z);
+            row[u] = e;
+            M[(size_t)u * (size_t)n + (size_t)col] = e;
+        }
+    }
+}
+
 /* Composite-rigid-body algorithm: composite inertias tip to base, then each
    body's H columns times its composite inertia, carried up to every ancestor.
    The force and the ancestors' H are taken about Ground's origin, where the
-   power H^T F needs no shifting, so each entry costs one 6-vector dot product. */
+   power H^T F needs no shifting, so each entry costs one 6-vector dot product.
+   When most bodies continue an unbranched run (chains: a dense lower triangle), the
+   sweep fills the lower triangle row by row (contiguous writes, vectorized over each
+   run) and the upper triangle is mirrored afterwards by tiles; otherwise (trees: most
+   entries are zeros between branches) the matrix is zeroed in one pass and each
+   nonzero entry written to both triangles as it is computed. */
 int mbk_matter_calc_mass_matrix(const mbk_matter *m, const mbk_state *s, double *M)
 {
     int rc = mt_need(m, s, MBK_STAGE_POSITION, "mbk_matter_calc_mass_matrix");
@@ -112,36 +202,46 @@ int mbk_matter_calc_mass_matrix(const mbk_matter *m, const mbk_state *s, double 
     const mt_pos *pos = mt_cache(m, s, C_POS);
     const mbk_spatial_vec *H = mt_cache(m, s, C_H);
     mt_composite *Ic = mt_cache(m, s, C_SCRATCH_MAT);
-    mbk_spatial_vec *HO = (mbk_spatial_vec *)(Ic + m->nb);
     int n = m->nu;
+    /* the scratch entry holds nu + 1 spatial vectors after the composites: 6 arrays of nu */
+    double *hd = (double *)(Ic + m->nb);
+    const mass_h h = {hd, hd + n, hd + 2 * n, hd + 3 * n, hd + 4 * n, hd + 5 * n};
+    int in_runs = 0; /* bodies whose parent is the body before */
     for (int i = 1; i < m->nb; ++i) {
         const mt_body *b = &m->bodies[i];
+        in_runs += b->parent == i - 1;
         Ic[i].m = mt_mass_of(m, pos, i);
-        Ic[i].h = mbk_vec3_scale(pos[i].c_G, mt_mass_of(m, pos, i));
+        Ic[i].h = mbk_vec3_scale(pos[i].c_G, Ic[i].m);
         Ic[i].I = pos[i].I_G;
-        for (int j = 0; j < b->nu; ++j) HO[b->u0 + j] = motion_to_origin(&H[b->u0 + j], pos[i].X_GB.p);
+        for (int j = 0; j < b->nu; ++j) {
+            int u = b->u0 + j;
+            mbk_spatial_vec HO = motion_to_origin(&H[u], pos[i].X_GB.p);
+            h.wx[u] = HO.w.x, h.wy[u] = HO.w.y, h.wz[u] = HO.w.z;
+            h.vx[u] = HO.v.x, h.vy[u] = HO.v.y, h.vz[u] = HO.v.z;
+        }
     }
     for (int i = m->nb - 1; i >= 1; --i) {
         int p = m->bodies[i].parent;
         if (p > 0) mt_composite_add_shifted(&Ic[p], &Ic[i], pos[i].r_PB);
     }
-    /* Row by row in u order: a row's right part is zeroed before later rows
-       write their mirrored entries into it. */
+    const bool dense = 2 * in_runs > m->nb;
+    if (!dense) memset(M, 0, (size_t)n * (size_t)n * sizeof *M);
     for (int i = 1; i < m->nb; ++i) {
         const mt_body *b = &m->bodies[i];
         for (int j = 0; j < b->nu; ++j) {
             int col = b->u0 + j;
             double *row = M + (size_t)col * (size_t)n;
-            memset(row + col + 1, 0, (size_t)(n - col - 1) * sizeof *row);
             mbk_spatial_vec F = mt_composite_mul(&Ic[i], &H[col]);
             for (int r = 0; r <= j; ++r) {
                 row[b->u0 + r] = mbk_spatial_vec_dot(H[b->u0 + r], F);
-                M[(size_t)(b->u0 + r) * (size_t)n + (size_t)col] = row[b->u0 + r];
+                if (!dense) M[(size_t)(b->u0 + r) * (size_t)n + (size_t)col] = row[b->u0 + r];
             }
             mbk_spatial_vec F_O = force_to_origin(&F, pos[i].X_GB.p);
-            mass_row_ancestors(m, b, HO, &F_O, M, col, n);
+            if (dense) mass_row_ancestors(m, b, &h, F_O, row);
+            else mass_row_ancestors_mirrored(m, b, &h, F_O, M, col, n);
         }
     }
+    if (dense) mass_mirror_tiled(M, n);
     return MBK_OK;
 }
 
