@@ -22,6 +22,8 @@ from .errors import (EVENT, OK, TERMINATED, CallbackError, ConvergenceError, Fil
                      IntegratorError, InvalidArgumentError, MbkError, NotFiniteError,
                      OutOfMemoryError, ParseError, RetryError, SingularError, StageError,
                      StaleStateError, error_class, last_error, status_name)
+from .ensemble import (NOT_RUN, Ensemble, philox4x32, random_bits, random_normal,
+                       random_uniform)
 from .integrator import INTEGRATORS, Integrator, checkpoint_app_data, checkpoint_name
 from .mobilizers import (Ball, Bushing, Constant, Cylinder, Free, Function, FunctionBased,
                          Gimbal, Linear, Mobilizer, Pin, Planar, Polynomial, Screw, Sinusoid,

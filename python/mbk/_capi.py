@@ -149,6 +149,9 @@ DESTROY_FN = CFUNCTYPE(None, c_void_p)
 WITNESS_FN = CFUNCTYPE(c_double, c_void_p, c_void_p, c_void_p)
 HANDLER_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p, POINTER(EventResult))
 REPORTER_FN = CFUNCTYPE(None, c_void_p, c_void_p, c_void_p)
+# ensemble.h: member init (user, sys, member, state) and done (user, sys, member, state, status)
+MEMBER_INIT_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_int, c_void_p)
+MEMBER_DONE_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_int, c_void_p, c_int)
 
 
 class ForceOps(Structure):
@@ -438,6 +441,25 @@ _PROTOTYPES.update({
     "mbk_urdf_get_joint_limits": (I, [P, I, PD, PD]),
     "mbk_urdf_get_num_warnings": (I, [P]),
     "mbk_urdf_get_warning": (S, [P, I]),
+    # ensemble.h (DESIGN.md section 13)
+    "mbk_ensemble_create": (P, [P, I]),
+    "mbk_ensemble_set_integrator": (I, [P, S, D]),
+    "mbk_ensemble_set_threads": (I, [P, I]),
+    "mbk_ensemble_get_threads": (I, [P]),
+    "mbk_ensemble_get_num_members": (I, [P]),
+    "mbk_ensemble_run": (I, [P, D, MEMBER_INIT_FN, MEMBER_DONE_FN, P]),
+    "mbk_ensemble_skip_member": (I, [P, I]),
+    "mbk_ensemble_is_skipped": (B, [P, I]),
+    "mbk_ensemble_get_num_skipped": (I, [P]),
+    "mbk_ensemble_get_num_run": (I, [P]),
+    "mbk_ensemble_get_num_failed": (I, [P]),
+    "mbk_ensemble_get_member_stats": (I, [P, I, POINTER(IntegratorStats)]),
+    "mbk_ensemble_get_member_initial_state": (P, [P, I]),
+    "mbk_ensemble_destroy": (None, [P]),
+    "mbk_random_bits": (c_uint64, [c_uint64, c_uint64, c_uint64]),
+    "mbk_random_uniform": (D, [c_uint64, c_uint64, c_uint64]),
+    "mbk_random_normal": (D, [c_uint64, c_uint64, c_uint64]),
+    "mbk_philox4x32": (None, [POINTER(c_uint32), POINTER(c_uint32), POINTER(c_uint32)]),
     # derivatives (mbk/*.h, DESIGN.md section 12): bound when the library has them
     "mbk_system_calc_residual_derivatives": (I, [P, P, P, P, P]),
     "mbk_system_calc_acceleration_derivatives": (I, [P, P, P, P]),

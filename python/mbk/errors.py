@@ -126,8 +126,19 @@ _tls = threading.local()
 pending = [0]
 
 
+# While an Ensemble runs, callbacks on its C worker threads hand their exceptions
+# to it (sink[0] = (ident of the thread that called run, store function)):
+# ctypes gives a foreign thread a fresh Python thread state for each callback,
+# so a thread-local would be lost when the callback returns.
+sink = [None]
+
+
 def store_exception(exc):
     """Remember exc (the first one wins) until the C call that led to it returns."""
+    s = sink[0]
+    if s is not None and threading.get_ident() != s[0]:
+        s[1](exc)
+        return
     if getattr(_tls, "exc", None) is None:
         _tls.exc = exc
         pending[0] += 1
