@@ -20,6 +20,7 @@ import numpy as np
 
 from . import _capi, errors
 from .errors import check, invalid, raise_status
+from ._handle import Handle
 from .state import State
 
 lib = _capi.lib
@@ -43,11 +44,13 @@ def _set_error(exc, what):
         pass
 
 
-class Ensemble:
+class Ensemble(Handle):
     """mbk_ensemble: `n_members` members of `system`, each integrated from t = 0 to
     t_final by its own integrator (`integrator`, `accuracy`) on `threads` C threads
     (0: all cores). Every member starts from a copy of the System's default State
     realized to Instance; results are bitwise the same whatever the threads."""
+
+    _what = "Ensemble"
 
     def __init__(self, system, n_members, integrator="rkmerson", accuracy=1e-3, threads=0):
         self._ptr = None
@@ -69,23 +72,6 @@ class Ensemble:
         if self._ptr:
             lib.mbk_ensemble_destroy(self._ptr)
             self._ptr = None
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def _p(self):
-        if not self._ptr:
-            raise invalid("this Ensemble was closed")
-        return self._ptr
 
     def __len__(self):
         return lib.mbk_ensemble_get_num_members(self._p())

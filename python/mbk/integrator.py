@@ -6,6 +6,7 @@ import os
 from . import _callbacks, _capi
 from .enums import CvodeMethod
 from .errors import check, invalid, raise_status
+from ._handle import Handle
 from .state import State
 
 lib = _capi.lib
@@ -27,11 +28,13 @@ _ALIASES = {"cvode": "cvode_bdf", "bdf": "cvode_bdf", "adams": "cvode_adams", "m
 INTEGRATORS = tuple(_CREATE)
 
 
-class Integrator:
+class Integrator(Handle):
     """An integrator of `system`: method is one of INTEGRATORS ("rkmerson",
     "rk4", "explicit_euler", "semi_explicit_euler", "cvode_bdf", "cvode_adams",
     "ida"). Settings may be given as keywords (accuracy=, tolerances=(rel, abs),
     fixed_step=, max_step=, ...); each is the setter of the same name."""
+
+    _what = "Integrator"
 
     def __init__(self, system, method="rkmerson", **settings):
         self._ptr = None
@@ -55,23 +58,6 @@ class Integrator:
         if self._ptr:
             lib.mbk_integrator_destroy(self._ptr)
             self._ptr = None
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def _p(self):
-        if not self._ptr:
-            raise invalid("this Integrator was closed")
-        return self._ptr
 
     def __repr__(self):
         return "<mbk.Integrator %s>" % (self.name if self._ptr else "(closed)")

@@ -6,6 +6,7 @@ import numpy as np
 from . import _arrays, _callbacks, _capi
 from .enums import DaeForm, Direction, Stage, stage_arg
 from .errors import check, invalid, pending, raise_status
+from ._handle import Handle
 from .state import State
 
 lib = _capi.lib
@@ -24,9 +25,11 @@ _ESTALE = -3
 __all__ = ["System"]
 
 
-class System:
+class System(Handle):
     """A System (mbk_system): an ordered list of subsystems. `System(name)` makes
     an empty one; MultibodySystem (mbk.multibody) makes matter + forces."""
+
+    _what = "System"
 
     def __init__(self, name="system", _ptr=None):
         self._ptr = None
@@ -51,23 +54,6 @@ class System:
             lib.mbk_system_destroy(self._ptr)
             self._ptr = None
         self._callbacks = []
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def _p(self):
-        if not self._ptr:
-            raise invalid("this System was closed")
-        return self._ptr
 
     def __repr__(self):
         return "<mbk.%s %r>" % (type(self).__name__, self.name if self._ptr else "(closed)")
