@@ -1,5 +1,5 @@
 /* Integrators for the mbk program: the one place that knows which ones exist.
- * Every name maps to a constructor of the library (mbk/integrator.h). */
+ * Every name maps to a constructor of the library (mbk_integrator_create_by_name). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -7,10 +7,9 @@
 #include <string.h>
 
 #include <mbk/integrator.h>
+#include <mbk/status.h>
 
 #include "app.h"
-
-static const char *const known[] = {"rkmerson", "rk4", "euler", "semi-euler", "cvode-bdf", "cvode-adams", "ida"};
 
 const char *app_integrator_default(void) { return "rkmerson"; }
 
@@ -18,8 +17,8 @@ const char *app_integrator_names(void) { return "rkmerson (default), rk4, euler,
 
 bool app_integrator_known(const char *name)
 {
-    for (size_t i = 0; i < sizeof known / sizeof *known; ++i)
-        if (strcmp(name, known[i]) == 0) return true;
+    for (int i = 0; mbk_integrator_get_name_at(i); ++i)
+        if (strcmp(name, mbk_integrator_get_name_at(i)) == 0) return true; /* the short names only */
     return false;
 }
 
@@ -37,19 +36,6 @@ struct app_integrator {
     mbk_state *s;          /* the State when frozen */
 };
 
-static mbk_integrator *create_library(const mbk_system *sys, const char *name)
-{
-    if (!strcmp(name, "rkmerson")) return mbk_integrator_create_rkmerson(sys);
-    if (!strcmp(name, "rk4")) return mbk_integrator_create_rk4(sys);
-    if (!strcmp(name, "euler")) return mbk_integrator_create_explicit_euler(sys);
-    if (!strcmp(name, "semi-euler")) return mbk_integrator_create_semi_explicit_euler(sys);
-    if (!strcmp(name, "cvode-bdf")) return mbk_integrator_create_cvode(sys, MBK_CVODE_BDF);
-    if (!strcmp(name, "cvode-adams")) return mbk_integrator_create_cvode(sys, MBK_CVODE_ADAMS);
-    if (!strcmp(name, "ida")) return mbk_integrator_create_ida(sys);
-    mbk_set_error(MBK_EINVAL, "integrator '%s' is not available", name);
-    return NULL;
-}
-
 app_integrator *app_integrator_start(const mbk_system *sys, const char *name, double accuracy, double step,
                                      long max_steps, const mbk_state *s0)
 {
@@ -66,7 +52,7 @@ app_integrator *app_integrator_start(const mbk_system *sys, const char *name, do
         }
         return a;
     }
-    a->ig = create_library(sys, name);
+    a->ig = mbk_integrator_create_by_name(sys, name);
     if (!a->ig || mbk_integrator_set_accuracy(a->ig, accuracy) < 0 ||
         (step > 0 && mbk_integrator_set_fixed_step(a->ig, step) < 0) ||
         (max_steps > 0 && mbk_integrator_set_max_steps(a->ig, max_steps) < 0) ||
@@ -116,15 +102,11 @@ void app_integrator_stats(const app_integrator *a, app_stats *st)
 
 mbk_integrator *app_integrator_library(const app_integrator *a) { return a ? a->ig : NULL; }
 
-/* The library's names of the integrators, in the order of `known`. */
-static const char *const library_names[] = {"RK-Merson", "RK4", "explicit Euler", "semi-explicit Euler",
-                                            "CVODE BDF", "CVODE Adams", "IDA"};
-
 const char *app_integrator_from_library_name(const char *library_name)
 {
-    for (size_t i = 0; i < sizeof known / sizeof *known; ++i)
-        if (library_name && !strcmp(library_name, library_names[i])) return known[i];
-    return NULL;
+    const char *name = mbk_integrator_find_name(library_name); /* short and display names */
+    if (!name) mbk_clear_error();
+    return name;
 }
 
 app_integrator *app_integrator_resume(const mbk_system *sys, const char *name, const void *image, size_t n)
@@ -132,7 +114,7 @@ app_integrator *app_integrator_resume(const mbk_system *sys, const char *name, c
     app_integrator *a = calloc(1, sizeof *a);
     if (!a) return NULL;
     a->sys = sys;
-    a->ig = create_library(sys, name);
+    a->ig = mbk_integrator_create_by_name(sys, name);
     if (!a->ig || mbk_integrator_deserialize(a->ig, image, n) < 0) {
         app_integrator_free(a);
         return NULL;

@@ -142,41 +142,17 @@ int mbk_ensemble_set_result_counts(mbk_ensemble *e, int n_run, int n_failed)
     return MBK_OK;
 }
 
-/* Short names and the library's display names of the integrators. */
-static const struct {
-    const char *name, *display;
-} integrators[] = {{"rkmerson", "RK-Merson"},     {"rk4", "RK4"},
-                   {"euler", "explicit Euler"}, {"semi-euler", "semi-explicit Euler"},
-                   {"cvode-bdf", "CVODE BDF"},  {"cvode-adams", "CVODE Adams"},
-                   {"ida", "IDA"}};
-
-static mbk_integrator *create_integrator(const mbk_system *sys, const char *name)
-{
-    if (!strcmp(name, "rkmerson")) return mbk_integrator_create_rkmerson(sys);
-    if (!strcmp(name, "rk4")) return mbk_integrator_create_rk4(sys);
-    if (!strcmp(name, "euler")) return mbk_integrator_create_explicit_euler(sys);
-    if (!strcmp(name, "semi-euler")) return mbk_integrator_create_semi_explicit_euler(sys);
-    if (!strcmp(name, "cvode-bdf")) return mbk_integrator_create_cvode(sys, MBK_CVODE_BDF);
-    if (!strcmp(name, "cvode-adams")) return mbk_integrator_create_cvode(sys, MBK_CVODE_ADAMS);
-    if (!strcmp(name, "ida")) return mbk_integrator_create_ida(sys);
-    mbk_set_error(MBK_EINVAL, "integrator '%s' is not known", name);
-    return NULL;
-}
-
 int mbk_ensemble_set_integrator(mbk_ensemble *e, const char *name, double accuracy)
 {
     const char *fn = "mbk_ensemble_set_integrator";
     if (!e || !name) return mbk_set_error(MBK_EINVAL, "%s: ensemble and name must not be NULL", fn);
     if (!(accuracy > 0 && accuracy < 1))
         return mbk_set_error(MBK_EINVAL, "%s: accuracy %g must be in (0, 1)", fn, accuracy);
-    for (size_t i = 0; i < sizeof integrators / sizeof *integrators; ++i)
-        if (!strcmp(name, integrators[i].name) || !strcmp(name, integrators[i].display)) {
-            snprintf(e->integrator, sizeof e->integrator, "%s", integrators[i].name);
-            e->accuracy = accuracy;
-            return MBK_OK;
-        }
-    return mbk_set_error(MBK_EINVAL, "%s: unknown integrator '%s'; use rkmerson, rk4, euler, semi-euler, "
-                         "cvode-bdf, cvode-adams or ida", fn, name);
+    const char *known = mbk_integrator_find_name(name);
+    if (!known) return mbk_set_error(MBK_EINVAL, "%s: %s", fn, mbk_last_error());
+    snprintf(e->integrator, sizeof e->integrator, "%s", known);
+    e->accuracy = accuracy;
+    return MBK_OK;
 }
 
 int mbk_ensemble_set_integrator_setup(mbk_ensemble *e, mbk_integrator_setup_fn setup, void *user)
@@ -263,7 +239,7 @@ static int run_member(ens_worker *w, int i, const mbk_state **final, char *msg)
     }
     if ((rc = mbk_system_realize(sys, w->s, MBK_STAGE_VELOCITY)) < 0) goto failed;
     w->initial_ok = true;
-    w->ig = create_integrator(sys, e->integrator);
+    w->ig = mbk_integrator_create_by_name(sys, e->integrator);
     if (!w->ig) {
         rc = mbk_last_status() < 0 ? mbk_last_status() : MBK_ENOMEM;
         goto failed;

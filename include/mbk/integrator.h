@@ -82,6 +82,14 @@ typedef enum mbk_cvode_method {
    mbk_integrator_initialize. */
 mbk_integrator *mbk_integrator_create_cvode(const mbk_system *sys, mbk_cvode_method method);
 mbk_integrator *mbk_integrator_create_ida(const mbk_system *sys);
+/* The integrator of a short name ("rkmerson", "rk4", "euler", "semi-euler", "cvode-bdf",
+   "cvode-adams", "ida") or of its display name ("RK-Merson", ...); NULL and MBK_EINVAL
+   for an unknown name. */
+mbk_integrator *mbk_integrator_create_by_name(const mbk_system *sys, const char *name);
+/* The short name of a short or display name (a static string), or NULL and MBK_EINVAL. */
+const char *mbk_integrator_find_name(const char *name);
+/* The index-th short name (0, 1, ...), NULL past the last: the list of what exists. */
+const char *mbk_integrator_get_name_at(int index);
 mbk_integrator *mbk_integrator_create_rk4(const mbk_system *sys);
 mbk_integrator *mbk_integrator_create_rkmerson(const mbk_system *sys);
 mbk_integrator *mbk_integrator_create_semi_explicit_euler(const mbk_system *sys);
