@@ -53,6 +53,8 @@ test-tsan: deps
 # Release build; the figures are compared with the previous benchmarks/results.csv. Drake is
 # timed through pydrake (benchmarks/bench_drake.py) just before the main run, on the models and
 # inputs the driver dumps, and its figures are read into the report.
+# Then the Python side (benchmarks/bench_python.py with .venv, skipped without it): ydot overhead
+# over C and solve_ivp beside the C runs of benchmarks/bench_pyhelper.c, into docs/benchmarks_python.md.
 # Writes docs/benchmarks.md and benchmarks/results.csv. BENCH_ARGS=--quick for a short smoke run.
 BENCH_FLAGS = -O3 -march=native -DNDEBUG
 BENCH_ARGS ?=
@@ -62,7 +64,7 @@ bench: deps
 	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DMBK_BUILD_BENCHMARKS=ON \
 	  "-DCMAKE_C_FLAGS_RELEASE=$(BENCH_FLAGS)" "-DCMAKE_CXX_FLAGS_RELEASE=$(BENCH_FLAGS)" \
 	  "-DMBK_BENCH_PY_SITE=$$(bash scripts/bench-venv.sh $(BENCH_VENV))"
-	cmake --build build-bench -j $(JOBS) --target mbk_bench
+	cmake --build build-bench -j $(JOBS) --target mbk_bench mbk_bench_pyhelper mbk
 	cmake -S . -B build-bench-default $(CMAKE_FLAGS) -DMBK_BUILD_BENCHMARKS=ON -DMBK_BENCH_PY_SITE= \
 	  -DMBK_PINOCCHIO_PREFIX= -DMBK_MUJOCO_PYPI_DIR=
 	cmake --build build-bench-default -j $(JOBS) --target mbk_bench_default_side
@@ -74,6 +76,11 @@ bench: deps
 	OPENBLAS_NUM_THREADS=1 build-bench/benchmarks/mbk_bench --md docs/benchmarks.md --csv benchmarks/results.csv \
 	  --default-side build-bench-default/benchmarks/mbk_bench_default_side.so --prev-csv benchmarks/results.csv \
 	  --drake-csv build-bench/drake-io/drake.csv $(BENCH_ARGS)
+	@if [ -x .venv/bin/python ]; then \
+	  OPENBLAS_NUM_THREADS=1 PYTHONPATH=python MBK_LIBRARY=$(CURDIR)/build-bench/libmbk.so \
+	    .venv/bin/python benchmarks/bench_python.py build-bench/benchmarks/mbk_bench_pyhelper \
+	    --md docs/benchmarks_python.md $(filter --quick,$(BENCH_ARGS)); \
+	else echo "bench: no .venv (scripts/python-env.sh): the Python section (docs/benchmarks_python.md) is skipped"; fi
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-bench build-bench-default mbk-out
