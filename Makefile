@@ -64,7 +64,7 @@ bench: deps
 	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DMBK_BUILD_BENCHMARKS=ON \
 	  "-DCMAKE_C_FLAGS_RELEASE=$(BENCH_FLAGS)" "-DCMAKE_CXX_FLAGS_RELEASE=$(BENCH_FLAGS)" \
 	  "-DMBK_BENCH_PY_SITE=$$(bash scripts/bench-venv.sh $(BENCH_VENV))"
-	cmake --build build-bench -j $(JOBS) --target mbk_bench mbk_bench_pyhelper mbk
+	cmake --build build-bench -j $(JOBS) --target mbk_bench mbk_bench_pyhelper mbk_bench_ensemble mbk
 	cmake -S . -B build-bench-default $(CMAKE_FLAGS) -DMBK_BUILD_BENCHMARKS=ON -DMBK_BENCH_PY_SITE= \
 	  -DMBK_PINOCCHIO_PREFIX= -DMBK_MUJOCO_PYPI_DIR=
 	cmake --build build-bench-default -j $(JOBS) --target mbk_bench_default_side
@@ -81,6 +81,7 @@ bench: deps
 	    .venv/bin/python benchmarks/bench_python.py build-bench/benchmarks/mbk_bench_pyhelper \
 	    --md docs/benchmarks_python.md $(filter --quick,$(BENCH_ARGS)); \
 	else echo "bench: no .venv (scripts/python-env.sh): the Python section (docs/benchmarks_python.md) is skipped"; fi
+	bash scripts/bench-ensemble.sh build-bench/benchmarks/mbk_bench_ensemble docs/benchmarks_ensemble.md
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-bench build-bench-default mbk-out
