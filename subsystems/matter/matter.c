@@ -314,8 +314,9 @@ static int derivative_topology(mbk_matter *m)
             m->nl += depth;
         }
     }
-    /* sparse enough to keep in every State (O(n)); deeper trees use the ABA instead */
-    m->ltdl = m->nl <= 16 * m->nu + 64;
+    /* small enough to keep in every State (at most about 1 KB per u: chains up to about
+       127 bodies, any shallow tree); deeper trees use the ABA column by column instead */
+    m->ltdl = m->nl <= 64 * m->nu + 64;
     /* L's entries by rows (the u above) and by columns (the u below) */
     mbk_free(m->lanc);
     m->lanc = mbk_malloc((3 * (size_t)m->nl + (size_t)m->nu + 2) * sizeof(int));
