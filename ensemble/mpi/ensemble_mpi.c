@@ -125,8 +125,8 @@ static _Noreturn void abort_all(const char *call, int err)
     char text[MPI_MAX_ERROR_STRING] = "";
     int len = 0;
     MPI_Error_string(err, text, &len);
-    fprintf(stderr, "mbk_ensemble_run_mpi: rank %d cannot communicate with the other ranks (%s: %s); stopping every "
-                    "rank with MPI_Abort\n", mbk_mpi_rank(), call, text);
+    fprintf(stderr, "mbk_mpi: rank %d cannot communicate with the other ranks (%s: %s); stopping every rank "
+                    "with MPI_Abort\n", mbk_mpi_rank(), call, text);
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
     exit(1); /* MPI_Abort does not return */
