@@ -54,9 +54,9 @@ int mbk_state_allocate_q(mbk_state *s, int k, int n, const double *init) { retur
 int mbk_state_allocate_u(mbk_state *s, int k, int n, const double *init) { return alloc_doubles(s, k, n, init, EDIT_U, "mbk_state_allocate_u"); }
 int mbk_state_allocate_z(mbk_state *s, int k, int n, const double *init) { return alloc_doubles(s, k, n, init, EDIT_Z, "mbk_state_allocate_z"); }
 
-/* Rebuild with one more discrete variable or cache entry; returns its index. */
+/* Rebuild with one more discrete variable or cache entry (scratch: work space); returns its index. */
 static int add_value(mbk_state *s, edit_kind kind, int sub, int stage_a, int stage_b,
-                     const mbk_value_type *type, const void *init, int index)
+                     const mbk_value_type *type, const void *init, int scratch, int index)
 {
     st_edit e;
     memset(&e, 0, sizeof e);
@@ -66,6 +66,7 @@ static int add_value(mbk_state *s, edit_kind kind, int sub, int stage_a, int sta
     e.stage_b = stage_b;
     e.type = type;
     e.vinit = init;
+    e.scratch = scratch;
     int rc = st_rebuild(s, &e);
     return rc < 0 ? rc : index;
 }
@@ -84,7 +85,7 @@ int mbk_state_allocate_discrete(mbk_state *s, int sub, mbk_stage invalidates,
                              "stage up to Report, not %s",
                              fn, mbk_stage_name((mbk_stage)a), mbk_stage_name(invalidates));
     if (mbk_value_type_check(type) < 0) return mbk_last_status();
-    return add_value(s, EDIT_DISC, sub, (int)invalidates, 0, type, init, b->ndisc);
+    return add_value(s, EDIT_DISC, sub, (int)invalidates, 0, type, init, 0, b->ndisc);
 }
 
 int mbk_state_allocate_cache(mbk_state *s, int sub, mbk_stage depends_on, mbk_stage computed_by,
@@ -101,7 +102,20 @@ int mbk_state_allocate_cache(mbk_state *s, int sub, mbk_stage depends_on, mbk_st
                              "depends_on <= Report",
                              fn, mbk_stage_name(depends_on), mbk_stage_name(computed_by));
     if (mbk_value_type_check(type) < 0) return mbk_last_status();
-    return add_value(s, EDIT_CACHE, sub, (int)depends_on, (int)computed_by, type, init, b->ncache);
+    return add_value(s, EDIT_CACHE, sub, (int)depends_on, (int)computed_by, type, init, 0, b->ncache);
+}
+
+/* Work space: a cache entry that no stage computes, kept after the values a copy carries. */
+int mbk_state_allocate_scratch(mbk_state *s, int sub, size_t bytes, size_t align)
+{
+    const char *fn = "mbk_state_allocate_scratch";
+    st_sub *b = need_alloc(s, sub, MBK_STAGE_TOPOLOGY, MBK_STAGE_MODEL, fn,
+                           "realize_topology or realize_model");
+    if (!b) return mbk_last_status();
+    mbk_value_type t = mbk_value_bytes(bytes, align);
+    t.name = "scratch";
+    if (mbk_value_type_check(&t) < 0) return mbk_set_error(mbk_last_status(), "%s: %s", fn, mbk_last_error());
+    return add_value(s, EDIT_CACHE, sub, MBK_STAGE_TOPOLOGY, MBK_STAGE_INFINITY, &t, NULL, 1, b->ncache);
 }
 
 int mbk_state_allocate_lazy_cache(mbk_state *s, int subsystem, mbk_stage depends_on,

@@ -384,7 +384,9 @@ static int mt_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     for (int i = 0; i < NUM_CACHE; ++i) {
         size_t bytes = i == C_SCRATCH_MAT ? (mass_bytes > dws_bytes ? mass_bytes : dws_bytes) : spec[i].bytes;
         mbk_value_type t = mbk_value_bytes(bytes, 64);
-        m->cache[i] = mbk_state_allocate_cache(s, k, (mbk_stage)spec[i].dep, (mbk_stage)spec[i].by, &t, NULL);
+        const bool scratch = i == C_SCRATCH || i == C_SCRATCH_MAT; /* not carried by State copies */
+        m->cache[i] = scratch ? mbk_state_allocate_scratch(s, k, bytes, 64)
+                              : mbk_state_allocate_cache(s, k, (mbk_stage)spec[i].dep, (mbk_stage)spec[i].by, &t, NULL);
         if (m->cache[i] < 0) return -1;
     }
     /* the bodies whose tip-to-base sums arrive through memory */
