@@ -4,6 +4,7 @@
  * on a chain held together by stiff, damped bushings. Public headers only.
  *
  *   mbk_bench_stiff [--links N[,N...]] [--t-final T] [--tol TOL] [--repeat R] [--md OUT.md]
+ *   mbk_bench_stiff --links N --profile SOURCE   (only BDF with source 0, 1 or 2: for perf)
  *
  * The model: N links (0.5 kg, 0.2 m long, 2 cm square section), each on a Free
  * mobilizer from Ground (quaternions: ny = 13 N), joined end to end by linear bushings
@@ -36,6 +37,7 @@ typedef struct options {
     int links[MAX_SIZES], nsizes;
     double t_final, tol;
     int repeat;
+    int profile; /* >= 0: only run BDF with this Jacobian source, repeat times (for perf) */
     const char *md;
 } options;
 
@@ -260,7 +262,7 @@ static void print_size(FILE *out, const options *o, const size_result *r)
 
 static int parse(int argc, char **argv, options *o)
 {
-    *o = (options){.links = {10, 20}, .nsizes = 2, .t_final = 2.0, .tol = 1e-4, .repeat = 5, .md = NULL};
+    *o = (options){.links = {10, 20}, .nsizes = 2, .t_final = 2.0, .tol = 1e-4, .repeat = 5, .profile = -1, .md = NULL};
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) return -1;
@@ -275,10 +277,30 @@ static int parse(int argc, char **argv, options *o)
         else if (strcmp(a, "--tol") == 0) o->tol = atof(v);
         else if (strcmp(a, "--repeat") == 0) o->repeat = atoi(v);
         else if (strcmp(a, "--md") == 0) o->md = v;
+        else if (strcmp(a, "--profile") == 0) o->profile = atoi(v);
         else return -1;
         ++i;
     }
-    return o->nsizes > 0 && o->t_final > 0 && o->tol > 0 && o->tol < 1 && o->repeat > 0 ? 0 : -1;
+    return o->profile < NSRC && o->nsizes > 0 && o->t_final > 0 && o->tol > 0 && o->tol < 1 && o->repeat > 0 ? 0 : -1;
+}
+
+/* --profile: only CVODE BDF with one Jacobian source on the first size, repeat times, for a
+   profiler to see that run alone. */
+static int profile(const options *o)
+{
+    mbk_system *sys = build_chain(o->links[0]);
+    mbk_state *s0 = sys ? initial_state(sys, o->links[0]) : NULL;
+    int rc = s0 ? 0 : 1;
+    for (int k = 0; k < o->repeat && rc == 0; ++k) {
+        run_result r = run(sys, s0, "cvode-bdf", o->profile, o->tol, o->t_final, NULL);
+        rc = r.ok ? 0 : 1;
+        if (r.ok)
+            printf("%s: %.2f ms, %ld steps, %ld ydot, %ld Jacobians\n", SRC_NAME[o->profile], 1e3 * r.wall,
+                   r.st.steps_taken, r.st.rhs_evaluations, r.st.jacobian_evaluations);
+    }
+    mbk_state_destroy(s0);
+    mbk_system_destroy(sys);
+    return rc;
 }
 
 /* docs/benchmarks_stiff.md: the method, the figures, the goal met or not per size. */
@@ -338,9 +360,10 @@ int main(int argc, char **argv)
     options o;
     if (parse(argc, argv, &o) < 0) {
         fprintf(stderr, "usage: mbk_bench_stiff [--links N[,N...] (1..200)] [--t-final T] [--tol TOL] "
-                        "[--repeat R] [--md OUT.md]\n");
+                        "[--repeat R] [--md OUT.md] [--profile SOURCE (0 analytic, 1 mbk FD, 2 SUNDIALS DQ)]\n");
         return 2;
     }
+    if (o.profile >= 0) return profile(&o);
     size_result res[MAX_SIZES];
     for (int k = 0; k < o.nsizes; ++k) {
         if (bench_size(&o, o.links[k], &res[k]) != 0) return 1;
