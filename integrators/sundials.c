@@ -193,22 +193,6 @@ static int sd_calc_jac(sd_impl *d, realtype t, N_Vector y)
     return 0;
 }
 
-/* SUNDIALS' dense matrix (column-major) = scale * J + diag * I from mbk's row-major J, in
-   tiles: a plain column-by-column copy reads J with a stride of ny and cost as much as the
-   analytic Jacobian itself at ny = 260. */
-static void transpose_into(const double *J, double *A, int n, double scale, double diag)
-{
-    enum { TILE = 16 };
-    for (int i0 = 0; i0 < n; i0 += TILE)
-        for (int j0 = 0; j0 < n; j0 += TILE) {
-            int i1 = i0 + TILE < n ? i0 + TILE : n, j1 = j0 + TILE < n ? j0 + TILE : n;
-            for (int i = i0; i < i1; ++i)
-                for (int j = j0; j < j1; ++j) A[(size_t)j * (size_t)n + i] = scale * J[(size_t)i * (size_t)n + j];
-        }
-    if (diag != 0.0)
-        for (int i = 0; i < n; ++i) A[(size_t)i * (size_t)n + (size_t)i] += diag;
-}
-
 static int cv_jac(realtype t, N_Vector y, N_Vector fy, SUNMatrix J, void *user, N_Vector t1, N_Vector t2,
                   N_Vector t3)
 {
@@ -216,7 +200,8 @@ static int cv_jac(realtype t, N_Vector y, N_Vector fy, SUNMatrix J, void *user, 
     sd_impl *d = user;
     int rc = sd_calc_jac(d, t, y);
     if (rc != 0) return rc;
-    transpose_into(d->jac, SM_DATA_D(J), d->ny, 1.0, 0.0);
+    for (int j = 0; j < d->ny; ++j)
+        for (int i = 0; i < d->ny; ++i) SM_ELEMENT_D(J, i, j) = d->jac[i * d->ny + j];
     return 0;
 }
 
@@ -227,7 +212,8 @@ static int ida_jac(realtype t, realtype cj, N_Vector y, N_Vector yp, N_Vector r,
     sd_impl *d = user;
     int rc = sd_calc_jac(d, t, y);
     if (rc != 0) return rc;
-    transpose_into(d->jac, SM_DATA_D(J), d->ny, -1.0, cj);
+    for (int j = 0; j < d->ny; ++j)
+        for (int i = 0; i < d->ny; ++i) SM_ELEMENT_D(J, i, j) = (i == j ? cj : 0.0) - d->jac[i * d->ny + j];
     return 0;
 }
 
