@@ -339,8 +339,9 @@ static int write_md(const char *path, const options *o, const size_result *res)
                "at 1e-3 x the tolerance. The wall time is split with the cost of one ydot and one Jacobian\n"
                "measured alone: ydot ms (the integrator's own ydot calls, not the Jacobians'), Jacobian ms,\n"
                "and the rest: the dense Newton matrix I - gamma J (SUNDIALS copies and scales the saved\n"
-               "Jacobian into it; integrators/sundials.c factorizes and solves it with LAPACK's dgetrf and\n"
-               "dgetrs), SUNDIALS' vector work, mbk's projections and the realizations that end each step.\n\n",
+               "Jacobian into it; integrators/sundials_lapack.c factorizes and solves it with LAPACK's\n"
+               "dgetrf and dgetrs), SUNDIALS' vector work, mbk's projections and the realizations that end\n"
+               "each step.\n\n",
             o->repeat);
     fprintf(f, "```\n");
     for (int k = 0; k < o->nsizes; ++k) print_size(f, o, &res[k]);

@@ -5,7 +5,7 @@
  *
  *   - BDF uses Newton with a dense linear solver, Adams fixed-point
  *     iteration; IDA Newton with the dense solver. The dense solver is
- *     LAPACK's LU (dgetrf/dgetrs, lapack_dense_solver below), not SUNDIALS'
+ *     LAPACK's LU (dgetrf/dgetrs, sundials_lapack.c), not SUNDIALS'
  *     own, which was most of a stiff run's time. Jacobians come from the
  *     settings' jacobian_source: mbk_system_calc_ydot_jacobian (analytic, the
  *     default) or mbk_system_calc_ydot_jacobian_fd (both allocation-free), or
@@ -43,11 +43,11 @@
 #include <ida/ida.h>
 #include <ida/ida_ls.h>
 #include <nvector/nvector_serial.h>
-#include <sundials/sundials_linearsolver.h>
 #include <sunmatrix/sunmatrix_dense.h>
 #include <sunnonlinsol/sunnonlinsol_fixedpoint.h>
 
 #include "integrator_impl.h"
+#include "sundials_lapack.h"
 #include "mbk/alloc.h"
 #include "mbk/derivatives.h"
 #include "mbk/status.h"
@@ -187,7 +187,8 @@ static int sd_calc_jac(sd_impl *d, realtype t, N_Vector y)
         return cb_fail(d, rc);
     bool base = mbk_state_get_stage(s) < MBK_STAGE_ACCELERATION;
     bool fd = d->ig->set.jacobian_source == MBK_JACOBIAN_FD;
-    rc = fd ? mbk_system_calc_ydot_jacobian_fd(d->ig->sys, s, d->jac) : mbk_system_calc_ydot_jacobian(d->ig->sys, s, d->jac);
+    rc = fd ? mbk_system_calc_ydot_jacobian_fd(d->ig->sys, s, d->jac)
+            : mbk_system_calc_ydot_jacobian(d->ig->sys, s, d->jac);
     if (rc < 0) return cb_fail(d, rc);
     d->ig->stats.rhs_evaluations += (base ? 1 : 0) + sd_jac_realizations(d, s, fd);
     return 0;
@@ -242,100 +243,6 @@ static int cv_proj(realtype t, N_Vector ycur, N_Vector corr, realtype eps, N_Vec
         y[i] = yp[i];
     }
     return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* The dense Newton matrix through LAPACK                               */
-/* ------------------------------------------------------------------ */
-
-/* LAPACK's LU (mbk links it, OpenBLAS on Debian): 10-20 times faster than SUNDIALS' own
-   dense factorization on the matrices of multibody models (ny of 50-300), whose LU and
-   solves were most of a stiff run's time (docs/benchmarks_stiff.md). */
-extern void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info);
-extern void dgetrs_(const char *trans, const int *n, const int *nrhs, const double *a, const int *lda,
-                    const int *ipiv, double *b, const int *ldb, int *info);
-
-typedef struct lapack_ls {
-    int n;
-    int *pivots;
-    sunindextype last_flag;
-} lapack_ls;
-
-static SUNLinearSolver_Type lls_type(SUNLinearSolver S)
-{
-    (void)S;
-    return SUNLINEARSOLVER_DIRECT;
-}
-
-static SUNLinearSolver_ID lls_id(SUNLinearSolver S)
-{
-    (void)S;
-    return SUNLINEARSOLVER_CUSTOM;
-}
-
-static int lls_init(SUNLinearSolver S)
-{
-    ((lapack_ls *)S->content)->last_flag = 0;
-    return SUNLS_SUCCESS;
-}
-
-/* Factor A (SUNDIALS' column-major dense matrix, LAPACK's layout) in place, as SUNDIALS'
-   dense solver does; a singular matrix is a recoverable failure (SUNDIALS cuts the step). */
-static int lls_setup(SUNLinearSolver S, SUNMatrix A)
-{
-    lapack_ls *c = S->content;
-    int info = 0;
-    dgetrf_(&c->n, &c->n, SM_DATA_D(A), &c->n, c->pivots, &info);
-    c->last_flag = info;
-    return info < 0 ? SUNLS_PACKAGE_FAIL_UNREC : info > 0 ? SUNLS_LUFACT_FAIL : SUNLS_SUCCESS;
-}
-
-static int lls_solve(SUNLinearSolver S, SUNMatrix A, N_Vector x, N_Vector b, realtype tol)
-{
-    (void)tol;
-    lapack_ls *c = S->content;
-    int info = 0, one = 1;
-    N_VScale(1.0, b, x);
-    dgetrs_("N", &c->n, &one, SM_DATA_D(A), &c->n, c->pivots, N_VGetArrayPointer(x), &c->n, &info);
-    c->last_flag = info;
-    return info < 0 ? SUNLS_PACKAGE_FAIL_UNREC : SUNLS_SUCCESS;
-}
-
-static sunindextype lls_last_flag(SUNLinearSolver S) { return ((lapack_ls *)S->content)->last_flag; }
-
-static int lls_free(SUNLinearSolver S)
-{
-    if (!S) return SUNLS_SUCCESS;
-    if (S->content) mbk_free(((lapack_ls *)S->content)->pivots);
-    mbk_free(S->content);
-    S->content = NULL;
-    SUNLinSolFreeEmpty(S);
-    return SUNLS_SUCCESS;
-}
-
-/* A direct linear solver of n x n dense matrices through LAPACK; NULL when out of memory. */
-static SUNLinearSolver lapack_dense_solver(int n, SUNContext ctx)
-{
-    SUNLinearSolver S = SUNLinSolNewEmpty(ctx);
-    lapack_ls *c = mbk_calloc(1, sizeof *c);
-    int *piv = mbk_malloc((size_t)n * sizeof *piv);
-    if (!S || !c || !piv) {
-        mbk_free(piv);
-        mbk_free(c);
-        if (S) SUNLinSolFreeEmpty(S);
-        return NULL;
-    }
-    c->n = n;
-    c->pivots = piv;
-    S->content = c;
-    S->ops->gettype = lls_type;
-    S->ops->getid = lls_id;
-    S->ops->initialize = lls_init;
-    S->ops->setup = lls_setup;
-    S->ops->solve = lls_solve;
-    S->ops->lastflag = lls_last_flag;
-    S->ops->free = lls_free;
-    return S;
 }
 
 /* ------------------------------------------------------------------ */
@@ -481,7 +388,7 @@ static int sd_setup(void *impl, mbk_integrator *ig)
         SD_TRY(IDASetUserData(d->mem, d), "setting user data");
         SD_TRY(IDASetMaxNumSteps(d->mem, -1), "setting the step limit");
         d->A = SUNDenseMatrix(d->ny, d->ny, d->ctx);
-        d->LS = d->A ? lapack_dense_solver(d->ny, d->ctx) : NULL;
+        d->LS = d->A ? sd_lapack_dense_solver(d->ny, d->ctx) : NULL;
         if (!d->LS) return mbk_set_error(MBK_ENOMEM, "IDA: could not make the dense linear solver");
         SD_TRY(IDASetLinearSolver(d->mem, d->LS, d->A), "attaching the linear solver");
         if (d->nroots > 0) {
@@ -498,7 +405,7 @@ static int sd_setup(void *impl, mbk_integrator *ig)
         SD_TRY(CVodeSetMaxNumSteps(d->mem, -1), "setting the step limit");
         if (d->kind == SD_BDF) {
             d->A = SUNDenseMatrix(d->ny, d->ny, d->ctx);
-            d->LS = d->A ? lapack_dense_solver(d->ny, d->ctx) : NULL;
+            d->LS = d->A ? sd_lapack_dense_solver(d->ny, d->ctx) : NULL;
             if (!d->LS) return mbk_set_error(MBK_ENOMEM, "CVODE: could not make the dense linear solver");
             SD_TRY(CVodeSetLinearSolver(d->mem, d->LS, d->A), "attaching the linear solver");
             SD_TRY(CVodeSetProjFn(d->mem, cv_proj), "setting the projection");
