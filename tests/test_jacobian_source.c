@@ -165,8 +165,8 @@ static void test_same_trajectory_and_counts(void)
                a column each for SUNDIALS', none for the analytic Jacobian (exact, no z) */
             CHECK(st.jacobian_evaluations > 0);
             /* the Newton iteration converges: the dense solve (LAPACK's LU,
-               integrators/sundials_lapack.c) is right (a transposed solve, planted, left every run short of T_END after 100000
-               steps and thousands of Newton failures) */
+               integrators/sundials_lapack.c) is right (a transposed solve, planted, left every
+               run short of T_END after 100000 steps and thousands of Newton failures) */
             CHECK(st.convergence_failures <= 1);
             CHECK(st.rhs_evaluations - calls >= 0 && st.rhs_evaluations - calls <= 1);
             /* the check fails when the analytic Jacobian is counted as differences (as it was) */
