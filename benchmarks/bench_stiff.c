@@ -23,6 +23,7 @@
 #include <mbk/mbk.h>
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -333,7 +334,9 @@ static int write_md(const char *path, const options *o, const size_result *res)
     fprintf(f, "CVODE BDF runs with each Jacobian source of `mbk_integrator_set_jacobian_source`: analytic\n"
                "(`mbk_system_calc_ydot_jacobian`, the default), mbk FD (`mbk_system_calc_ydot_jacobian_fd`:\n"
                "forward differences, u columns realized from Velocity) and SUNDIALS DQ (its own difference\n"
-               "quotients, every column a full ydot). Wall time: minimum of %d repeats, the three interleaved.\n"
+               "quotients, every column a full ydot). Wall time: minimum of %d repeats, the three interleaved\n"
+               "(the machine is shared: the ratios move with its load; at 20 links analytic / mbk FD went\n"
+               "from 0.44 to 0.67 in the runs made for issue 14).\n"
                "|dy|/tol: the largest difference of the final y, weighted as the error test weighs it\n"
                "(|dy_i| / (rel_tol |y_i| + abs_tol)), against the analytic run and against a reference run\n"
                "at 1e-3 x the tolerance. The wall time is split with the cost of one ydot and one Jacobian\n"
@@ -346,18 +349,23 @@ static int write_md(const char *path, const options *o, const size_result *res)
     fprintf(f, "```\n");
     for (int k = 0; k < o->nsizes; ++k) print_size(f, o, &res[k]);
     fprintf(f, "```\n\n");
+    bool all_met = true;
     for (int k = 0; k < o->nsizes; ++k) {
         double q1 = res[k].bdf[0].wall / res[k].bdf[1].wall, q2 = res[k].bdf[0].wall / res[k].bdf[2].wall;
+        bool met = q1 <= 1.0 / 3 && q2 <= 1.0 / 3;
+        all_met = all_met && met;
         fprintf(f, "- %d links: analytic / mbk FD %.2f, analytic / SUNDIALS DQ %.2f: the goal (<= 0.33) is **%s**.\n",
-                res[k].links, q1, q2, q1 <= 1.0 / 3 && q2 <= 1.0 / 3 ? "met" : "not met");
+                res[k].links, q1, q2, met ? "met" : "not met");
     }
-    fprintf(f, "\nWhy: the analytic Jacobian is 7 to 30 times cheaper than mbk's differences and takes a\n"
-               "few per cent of its run, but CVODE evaluates a Jacobian only every 10 to 15 steps (mostly\n"
-               "after a Newton convergence failure), while every step evaluates ydot 2 to 3 times and every\n"
-               "few steps forms and factorizes a new dense ny x ny Newton matrix. Those parts, the same\n"
-               "whatever the Jacobian, are most of the finite-difference run too: the line \"with a\n"
-               "Jacobian costing nothing\" is the best any Jacobian could do, and it is above 1/3.\n"
-               "[derivatives.md](derivatives.md#a-stiff-whole-run) has the profile and what was tried.\n");
+    /* the explanation holds for the runs where the goal was missed */
+    if (!all_met)
+        fprintf(f, "\nWhy: the analytic Jacobian is 7 to 30 times cheaper than mbk's differences and takes a\n"
+                   "few per cent of the analytic run, but CVODE evaluates a Jacobian only every 13 to 50 steps\n"
+                   "(at 20 links mostly after a Newton convergence failure), while every step evaluates ydot 2\n"
+                   "to 3 times and every few steps forms and factorizes a new dense ny x ny Newton matrix.\n"
+                   "Those parts, the same whatever the Jacobian, are most of the finite-difference run too:\n"
+                   "the line \"with a Jacobian costing nothing\" is the best any Jacobian could do.\n"
+                   "[derivatives.md](derivatives.md#a-stiff-whole-run) has the profile and what was tried.\n");
     fclose(f);
     printf("wrote %s\n", path);
     return 0;
