@@ -200,12 +200,14 @@ static int bench_size(const options *o, int n, size_result *r)
     /* the reference: BDF (analytic Jacobian) at 1e-3 x the tolerance */
     double *yref = yf + (size_t)NSRC * (size_t)ny;
     if (!run(sys, s0, "cvode-bdf", 0, 1e-3 * o->tol, o->t_final, yref).ok) goto done;
-    /* the three Jacobian sources, interleaved, minimum wall time of the repeats */
-    for (int k = 0; k < o->repeat; ++k)
-        for (int j = 0; j < NSRC; ++j) {
+    /* the three Jacobian sources, interleaved in a rotating order, minimum wall time of the
+       repeats (after one round untimed, to warm the caches for all three alike) */
+    for (int k = -1; k < o->repeat; ++k)
+        for (int i = 0; i < NSRC; ++i) {
+            int j = (i + k + 1) % NSRC; /* each source goes first in turn */
             run_result x = run(sys, s0, "cvode-bdf", j, o->tol, o->t_final, yf + (size_t)j * (size_t)ny);
             if (!x.ok) goto done;
-            if (k == 0 || x.wall < r->bdf[j].wall) r->bdf[j] = x;
+            if (k == 0 || (k > 0 && x.wall < r->bdf[j].wall)) r->bdf[j] = x;
         }
     for (int j = 0; j < NSRC; ++j) {
         r->diff_vs_analytic[j] = weighted_diff(yf + (size_t)j * (size_t)ny, yf, ny, o->tol);
@@ -267,7 +269,8 @@ static void print_size(FILE *out, const options *o, const size_result *r)
 
 static int parse(int argc, char **argv, options *o)
 {
-    *o = (options){.links = {5, 10, 20}, .nsizes = 3, .t_final = 2.0, .tol = 1e-4, .repeat = 5, .profile = -1, .md = NULL};
+    *o = (options){.links = {5, 10, 20}, .nsizes = 3, .t_final = 2.0, .tol = 1e-4, .repeat = 5, .profile = -1,
+                   .md = NULL};
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) return -1;
@@ -308,8 +311,18 @@ static int profile(const options *o)
     return rc;
 }
 
+/* The 1-minute load average (Linux /proc/loadavg), or -1: how busy the shared machine was. */
+static double load_average(void)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    double l = -1;
+    if (f && fscanf(f, "%lf", &l) != 1) l = -1;
+    if (f) fclose(f);
+    return l;
+}
+
 /* docs/benchmarks_stiff.md: the method, the figures, the goal met or not per size. */
-static int write_md(const char *path, const options *o, const size_result *res)
+static int write_md(const char *path, const options *o, const size_result *res, double load)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
@@ -334,7 +347,8 @@ static int write_md(const char *path, const options *o, const size_result *res)
     fprintf(f, "CVODE BDF runs with each Jacobian source of `mbk_integrator_set_jacobian_source`: analytic\n"
                "(`mbk_system_calc_ydot_jacobian`, the default), mbk FD (`mbk_system_calc_ydot_jacobian_fd`:\n"
                "forward differences, u columns realized from Velocity) and SUNDIALS DQ (its own difference\n"
-               "quotients, every column a full ydot). Wall time: minimum of %d repeats, the three interleaved\n"
+               "quotients, every column a full ydot). Wall time: minimum of %d repeats after one untimed round,\n"
+               "the three interleaved, each first in turn\n"
                "(the machine is shared: the ratios move with its load; at 20 links analytic / mbk FD went\n"
                "from 0.44 to 0.67 in the runs made for issue 14).\n"
                "|dy|/tol: the largest difference of the final y, weighted as the error test weighs it\n"
@@ -346,6 +360,9 @@ static int write_md(const char *path, const options *o, const size_result *res)
                "dgetrf and dgetrs), SUNDIALS' vector work, mbk's projections and the realizations that end\n"
                "each step.\n\n",
             o->repeat);
+    if (load >= 0)
+        fprintf(f, "1-minute load average when the run began: %.2f (the timings are only clean near 0).\n\n",
+                load);
     fprintf(f, "```\n");
     for (int k = 0; k < o->nsizes; ++k) print_size(f, o, &res[k]);
     fprintf(f, "```\n\n");
@@ -381,10 +398,11 @@ int main(int argc, char **argv)
     }
     if (o.profile >= 0) return profile(&o);
     size_result res[MAX_SIZES];
+    double load = load_average();
     for (int k = 0; k < o.nsizes; ++k) {
         if (bench_size(&o, o.links[k], &res[k]) != 0) return 1;
         print_size(stdout, &o, &res[k]);
         fflush(stdout);
     }
-    return o.md ? write_md(o.md, &o, res) : 0;
+    return o.md ? write_md(o.md, &o, res, load) : 0;
 }
