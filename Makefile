@@ -55,6 +55,9 @@ test-tsan: deps
 # inputs the driver dumps, and its figures are read into the report.
 # Then the Python side (benchmarks/bench_python.py with .venv, skipped without it): ydot overhead
 # over C and solve_ivp beside the C runs of benchmarks/bench_pyhelper.c, into docs/benchmarks_python.md.
+# Then the ensembles (scripts/bench-ensemble.sh, docs/benchmarks_ensemble.md) and the stiff whole run of
+# issue 14 (benchmarks/bench_stiff.c: CVODE BDF, analytic against finite-difference Jacobians,
+# docs/benchmarks_stiff.md).
 # Writes docs/benchmarks.md and benchmarks/results.csv. BENCH_ARGS=--quick for a short smoke run.
 BENCH_FLAGS = -O3 -march=native -DNDEBUG
 BENCH_ARGS ?=
@@ -64,7 +67,7 @@ bench: deps
 	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DMBK_BUILD_BENCHMARKS=ON \
 	  "-DCMAKE_C_FLAGS_RELEASE=$(BENCH_FLAGS)" "-DCMAKE_CXX_FLAGS_RELEASE=$(BENCH_FLAGS)" \
 	  "-DMBK_BENCH_PY_SITE=$$(bash scripts/bench-venv.sh $(BENCH_VENV))"
-	cmake --build build-bench -j $(JOBS) --target mbk_bench mbk_bench_pyhelper mbk_bench_ensemble mbk
+	cmake --build build-bench -j $(JOBS) --target mbk_bench mbk_bench_pyhelper mbk_bench_ensemble mbk_bench_stiff mbk
 	cmake -S . -B build-bench-default $(CMAKE_FLAGS) -DMBK_BUILD_BENCHMARKS=ON -DMBK_BENCH_PY_SITE= \
 	  -DMBK_PINOCCHIO_PREFIX= -DMBK_MUJOCO_PYPI_DIR=
 	cmake --build build-bench-default -j $(JOBS) --target mbk_bench_default_side
@@ -82,6 +85,8 @@ bench: deps
 	    --md docs/benchmarks_python.md $(filter --quick,$(BENCH_ARGS)); \
 	else echo "bench: no .venv (scripts/python-env.sh): the Python section (docs/benchmarks_python.md) is skipped"; fi
 	bash scripts/bench-ensemble.sh build-bench/benchmarks/mbk_bench_ensemble docs/benchmarks_ensemble.md
+	OPENBLAS_NUM_THREADS=1 build-bench/benchmarks/mbk_bench_stiff --md docs/benchmarks_stiff.md \
+	  $(if $(filter --quick,$(BENCH_ARGS)),--links 5 --repeat 1)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-bench build-bench-default mbk-out

@@ -41,7 +41,8 @@ mbk_integrator *ig_create(const mbk_system *sys, const mbk_integrator_ops *ops, 
                                         .constraint_tol = 1e-3, .event_tol = 1e-4,
                                         .fixed_step = 0, .initial_step = 0, .min_step = 0,
                                         .max_step = INFINITY, .max_steps = 100000,
-                                        .use_system_jacobian = true, .project_error_estimate = true};
+                                        .use_system_jacobian = true, .project_error_estimate = true,
+                                        .jacobian_source = MBK_JACOBIAN_ANALYTIC};
     ig->cur = mbk_state_create();
     ig->prev = mbk_state_create();
     ig->spare = mbk_state_create();
@@ -223,7 +224,21 @@ int mbk_integrator_set_max_steps(mbk_integrator *ig, long n)
 int mbk_integrator_set_use_system_jacobian(mbk_integrator *ig, bool on)
 {
     NEED_IG(ig, "mbk_integrator_set_use_system_jacobian");
+    /* on keeps a chosen mbk source (analytic or mbk's differences); off is SUNDIALS' */
+    if (!on) ig->set.jacobian_source = MBK_JACOBIAN_SUNDIALS_DQ;
+    else if (ig->set.jacobian_source == MBK_JACOBIAN_SUNDIALS_DQ) ig->set.jacobian_source = MBK_JACOBIAN_ANALYTIC;
     ig->set.use_system_jacobian = on;
+    return changed(ig);
+}
+
+int mbk_integrator_set_jacobian_source(mbk_integrator *ig, mbk_jacobian_source source)
+{
+    NEED_IG(ig, "mbk_integrator_set_jacobian_source");
+    if (source != MBK_JACOBIAN_ANALYTIC && source != MBK_JACOBIAN_FD && source != MBK_JACOBIAN_SUNDIALS_DQ)
+        return mbk_set_error(MBK_EINVAL, "mbk_integrator_set_jacobian_source: %d is not MBK_JACOBIAN_ANALYTIC, "
+                                         "MBK_JACOBIAN_FD or MBK_JACOBIAN_SUNDIALS_DQ", (int)source);
+    ig->set.jacobian_source = source;
+    ig->set.use_system_jacobian = source != MBK_JACOBIAN_SUNDIALS_DQ;
     return changed(ig);
 }
 

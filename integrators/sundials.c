@@ -3,11 +3,14 @@
  * N_Vector wraps its memory: no copies) with root finding for the
  * triggered events.
  *
- *   - BDF uses Newton with the dense linear solver, Adams fixed-point
- *     iteration; IDA Newton with the dense solver. Jacobians come from
- *     mbk_system_calc_ydot_jacobian (use_system_jacobian, the default:
- *     allocation-free), or from SUNDIALS' difference quotients when it is
- *     off (those allocate a vector wrapper per Jacobian with plain malloc).
+ *   - BDF uses Newton with a dense linear solver, Adams fixed-point
+ *     iteration; IDA Newton with the dense solver. The dense solver is
+ *     LAPACK's LU (dgetrf/dgetrs, sundials_lapack.c), not SUNDIALS'
+ *     own, which was most of a stiff run's time. Jacobians come from the
+ *     settings' jacobian_source: mbk_system_calc_ydot_jacobian (analytic, the
+ *     default) or mbk_system_calc_ydot_jacobian_fd (both allocation-free), or
+ *     SUNDIALS' difference quotients (those allocate a vector wrapper per
+ *     Jacobian with plain malloc).
  *   - Projection (mbk_system_project): CVODE BDF projects inside the step
  *     (CVodeSetProjFn, so the projected solution feeds the history), to 1%
  *     of the integration tolerance; CVODE supports that only for BDF, so
@@ -40,12 +43,13 @@
 #include <ida/ida.h>
 #include <ida/ida_ls.h>
 #include <nvector/nvector_serial.h>
-#include <sunlinsol/sunlinsol_dense.h>
 #include <sunmatrix/sunmatrix_dense.h>
 #include <sunnonlinsol/sunnonlinsol_fixedpoint.h>
 
 #include "integrator_impl.h"
+#include "sundials_lapack.h"
 #include "mbk/alloc.h"
+#include "mbk/derivatives.h"
 #include "mbk/status.h"
 
 typedef enum { SD_BDF, SD_ADAMS, SD_IDA } sd_kind;
@@ -157,6 +161,19 @@ static int ida_g(realtype t, N_Vector y, N_Vector yp, realtype *g, void *user)
     return sd_g(user, t, y, g);
 }
 
+/* Realizations to Acceleration a Jacobian took beyond its base point's: differences take one
+   per column and one back at the base point; the analytic one none, except its central
+   differences over z (two per column of y and two more back at y) and, for a System that is
+   not multibody, the differences it falls back to. (Numeric pieces inside the derivatives,
+   mbk_system_get_derivative_info, are not counted.) */
+static long sd_jac_realizations(const sd_impl *d, const mbk_state *s, bool fd)
+{
+    mbk_derivative_info info;
+    if (fd || mbk_system_get_derivative_info(d->ig->sys, s, &info) < 0 || !info.multibody) return d->ny + 1;
+    int nz = d->ny - mbk_state_get_nq(s) - mbk_state_get_nu(s);
+    return nz > 0 ? 2L * d->ny + 2 : 0;
+}
+
 /* Row-major d ydot / d y at (t, y) into d->jac, on the scratch State. Allocation-free.
    SUNDIALS asks for it right after evaluating f at the same point on that State, whose
    realization is then reused. */
@@ -169,9 +186,11 @@ static int sd_calc_jac(sd_impl *d, realtype t, N_Vector y)
     if (!same && ((rc = mbk_state_set_time(s, t)) < 0 || (rc = mbk_state_set_y(s, yv, d->ny)) < 0))
         return cb_fail(d, rc);
     bool base = mbk_state_get_stage(s) < MBK_STAGE_ACCELERATION;
-    if ((rc = mbk_system_calc_ydot_jacobian(d->ig->sys, s, d->jac)) < 0) return cb_fail(d, rc);
-    /* a realization per column, one back at the base point, and the base point's own */
-    d->ig->stats.rhs_evaluations += d->ny + 1 + (base ? 1 : 0);
+    bool fd = d->ig->set.jacobian_source == MBK_JACOBIAN_FD;
+    rc = fd ? mbk_system_calc_ydot_jacobian_fd(d->ig->sys, s, d->jac)
+            : mbk_system_calc_ydot_jacobian(d->ig->sys, s, d->jac);
+    if (rc < 0) return cb_fail(d, rc);
+    d->ig->stats.rhs_evaluations += (base ? 1 : 0) + sd_jac_realizations(d, s, fd);
     return 0;
 }
 
@@ -309,16 +328,18 @@ static int sd_apply_settings(sd_impl *d)
         SD_TRY(IDASetMaxStep(d->mem, maxh), "setting the maximum step");
         SD_TRY(IDASetMinStep(d->mem, set->min_step), "setting the minimum step");
         SD_TRY(IDASetInitStep(d->mem, d->restored_step ? d->restored_h : set->initial_step), "setting the initial step");
-        SD_TRY(IDASetJacFn(d->mem, set->use_system_jacobian ? ida_jac : NULL), "setting the Jacobian");
+        SD_TRY(IDASetJacFn(d->mem, set->jacobian_source != MBK_JACOBIAN_SUNDIALS_DQ ? ida_jac : NULL),
+               "setting the Jacobian");
     } else {
         SD_TRY(CVodeSStolerances(d->mem, set->rel_tol, set->abs_tol), "setting tolerances");
         SD_TRY(CVodeSetMaxStep(d->mem, maxh), "setting the maximum step");
         SD_TRY(CVodeSetMinStep(d->mem, set->min_step), "setting the minimum step");
         SD_TRY(CVodeSetInitStep(d->mem, d->restored_step ? d->restored_h : set->initial_step), "setting the initial step");
         if (d->kind == SD_BDF)
-            SD_TRY(CVodeSetJacFn(d->mem, set->use_system_jacobian ? cv_jac : NULL), "setting the Jacobian");
+            SD_TRY(CVodeSetJacFn(d->mem, set->jacobian_source != MBK_JACOBIAN_SUNDIALS_DQ ? cv_jac : NULL),
+                   "setting the Jacobian");
     }
-    d->use_jac = set->use_system_jacobian;
+    d->use_jac = set->jacobian_source != MBK_JACOBIAN_SUNDIALS_DQ;
     return MBK_OK;
 }
 
@@ -367,7 +388,7 @@ static int sd_setup(void *impl, mbk_integrator *ig)
         SD_TRY(IDASetUserData(d->mem, d), "setting user data");
         SD_TRY(IDASetMaxNumSteps(d->mem, -1), "setting the step limit");
         d->A = SUNDenseMatrix(d->ny, d->ny, d->ctx);
-        d->LS = d->A ? SUNLinSol_Dense(d->y, d->A, d->ctx) : NULL;
+        d->LS = d->A ? sd_lapack_dense_solver(d->ny, d->ctx) : NULL;
         if (!d->LS) return mbk_set_error(MBK_ENOMEM, "IDA: could not make the dense linear solver");
         SD_TRY(IDASetLinearSolver(d->mem, d->LS, d->A), "attaching the linear solver");
         if (d->nroots > 0) {
@@ -384,7 +405,7 @@ static int sd_setup(void *impl, mbk_integrator *ig)
         SD_TRY(CVodeSetMaxNumSteps(d->mem, -1), "setting the step limit");
         if (d->kind == SD_BDF) {
             d->A = SUNDenseMatrix(d->ny, d->ny, d->ctx);
-            d->LS = d->A ? SUNLinSol_Dense(d->y, d->A, d->ctx) : NULL;
+            d->LS = d->A ? sd_lapack_dense_solver(d->ny, d->ctx) : NULL;
             if (!d->LS) return mbk_set_error(MBK_ENOMEM, "CVODE: could not make the dense linear solver");
             SD_TRY(CVodeSetLinearSolver(d->mem, d->LS, d->A), "attaching the linear solver");
             SD_TRY(CVodeSetProjFn(d->mem, cv_proj), "setting the projection");

@@ -76,6 +76,13 @@ typedef enum mbk_cvode_method {
     MBK_CVODE_ADAMS /* non-stiff: Adams-Moulton (orders 1-12), fixed-point iteration */
 } mbk_cvode_method;
 
+/* Where CVODE BDF and IDA take the Jacobian d ydot / d y of their Newton iteration from. */
+typedef enum mbk_jacobian_source {
+    MBK_JACOBIAN_ANALYTIC,   /* mbk_system_calc_ydot_jacobian (the default; allocation-free) */
+    MBK_JACOBIAN_FD,         /* mbk_system_calc_ydot_jacobian_fd: mbk's forward differences */
+    MBK_JACOBIAN_SUNDIALS_DQ /* SUNDIALS' own difference quotients (malloc per Jacobian) */
+} mbk_jacobian_source;
+
 /* ---- creating ---------------------------------------------------------- */
 /* Each returns NULL on failure (mbk_last_error() says why). The System must
    outlive the integrator; its topology may be realized later, before
@@ -119,9 +126,11 @@ typedef struct mbk_integrator_settings {
     double min_step;       /* smallest step before failing (0: round-off only) */
     double max_step;       /* largest step (INFINITY: none) */
     long max_steps;        /* steps one step_to call may take before failing */
-    bool use_system_jacobian; /* CVODE BDF/IDA: Jacobian from mbk_system_calc_ydot_jacobian
-                                 (default); false: SUNDIALS' difference quotients */
+    bool use_system_jacobian; /* CVODE BDF/IDA: Jacobian from mbk (analytic by default, or
+                                 mbk's finite differences); false: SUNDIALS' difference quotients */
     bool project_error_estimate; /* RK family: error estimate projected before the error test */
+    mbk_jacobian_source jacobian_source; /* CVODE BDF/IDA: which Jacobian (use_system_jacobian
+                                            is false exactly for MBK_JACOBIAN_SUNDIALS_DQ) */
 } mbk_integrator_settings;
 
 /* rel_tol = abs_tol = accuracy (Simbody's convention: relative error for values
@@ -146,10 +155,14 @@ int mbk_integrator_set_min_step(mbk_integrator *ig, double h);
 int mbk_integrator_set_max_step(mbk_integrator *ig, double h);
 /* Most steps one mbk_integrator_step_to call may take (> 0). */
 int mbk_integrator_set_max_steps(mbk_integrator *ig, long n);
-/* CVODE BDF and IDA: Jacobians from mbk_system_calc_ydot_jacobian (on, the default:
+/* CVODE BDF and IDA: Jacobians from mbk (on, the default: mbk_system_calc_ydot_jacobian, or
+   mbk_system_calc_ydot_jacobian_fd when set_jacobian_source chose MBK_JACOBIAN_FD;
    allocation-free) or, off, from SUNDIALS' own difference quotients (which allocate a
    vector wrapper with plain malloc at every Jacobian). Ignored by Adams and the RK family. */
 int mbk_integrator_set_use_system_jacobian(mbk_integrator *ig, bool on);
+/* CVODE BDF and IDA: the Jacobian's source (mbk_jacobian_source; default
+   MBK_JACOBIAN_ANALYTIC); MBK_EINVAL for another value. Ignored by Adams and the RK family. */
+int mbk_integrator_set_jacobian_source(mbk_integrator *ig, mbk_jacobian_source source);
 /* RK family (default on): before the error test, remove from the local error estimate its
    components normal to the constraint manifold (mbk_system_project_error_estimate), as
    Simbody does; the projection after each step removes those errors anyway. Off: the

@@ -96,7 +96,7 @@ class IntegratorSettings(Structure):
                 ("constraint_tol", c_double), ("event_tol", c_double), ("fixed_step", c_double),
                 ("initial_step", c_double), ("min_step", c_double), ("max_step", c_double),
                 ("max_steps", c_long), ("use_system_jacobian", c_bool),
-                ("project_error_estimate", c_bool)]
+                ("project_error_estimate", c_bool), ("jacobian_source", c_int)]
 
 
 STATS_FIELDS = ("steps_taken", "steps_attempted", "rhs_evaluations", "error_test_failures",
@@ -381,6 +381,7 @@ _PROTOTYPES.update({
     "mbk_integrator_set_max_step": (I, [P, D]),
     "mbk_integrator_set_max_steps": (I, [P, c_long]),
     "mbk_integrator_set_use_system_jacobian": (I, [P, B]),
+    "mbk_integrator_set_jacobian_source": (I, [P, I]),
     "mbk_integrator_set_project_error_estimate": (I, [P, B]),
     "mbk_integrator_get_settings": (I, [P, POINTER(IntegratorSettings)]),
     "mbk_integrator_initialize": (I, [P, P]),

@@ -97,6 +97,10 @@ class Integrator(Handle):
     def set_use_system_jacobian(self, on):
         check(lib.mbk_integrator_set_use_system_jacobian(self._p(), bool(on)))
 
+    def set_jacobian_source(self, source):
+        """CVODE BDF / IDA Jacobian: 0 analytic, 1 mbk's finite differences, 2 SUNDIALS'."""
+        check(lib.mbk_integrator_set_jacobian_source(self._p(), int(source)))
+
     def set_project_error_estimate(self, on):
         check(lib.mbk_integrator_set_project_error_estimate(self._p(), bool(on)))
 

@@ -46,6 +46,13 @@ def test_settings_and_aliases(pend):
     assert ig.name == "CVODE BDF"
     assert (st["rel_tol"], st["abs_tol"], st["max_step"], st["max_steps"]) == (1e-7, 1e-9, 0.1, 1000)
     assert st["use_system_jacobian"] and not st["project_error_estimate"]
+    assert st["jacobian_source"] == 0                       # analytic
+    ig.set_jacobian_source(1)                               # mbk's finite differences
+    assert ig.settings["jacobian_source"] == 1 and ig.settings["use_system_jacobian"]
+    ig.set_use_system_jacobian(False)                       # SUNDIALS' difference quotients
+    assert ig.settings["jacobian_source"] == 2
+    with pytest.raises(mbk.InvalidArgumentError):
+        ig.set_jacobian_source(5)
     with pytest.raises(mbk.InvalidArgumentError):
         ig.set_fixed_step(0.01)                  # CVODE has no fixed step
     with pytest.raises(mbk.InvalidArgumentError, match="unknown integrator"):
