@@ -243,6 +243,24 @@ int app_bench(const app_model *m, double seconds_per_test);
 /* ---- sweep (app_sweep.c): `mbk sweep`, arguments after the command ---- */
 int app_sweep_main(int argc, char **argv);
 
+/* The program under mpirun (app_ranks.c); without MPI every call does nothing. */
+typedef struct app_ranks {
+    int rank, size;
+    bool mpi;          /* started by an MPI launcher, MPI running */
+    bool quiet;        /* this rank's stderr could not be redirected: print nothing */
+    FILE *held;        /* ranks other than 0: their stderr until the agreement */
+} app_ranks;
+/* Start MPI when launched by mpirun (srun, mpiexec); ranks other than 0 go silent on
+   stdout and hold their stderr. APP_OK, or APP_FAILED when MPI cannot start. */
+int app_ranks_start(app_ranks *r);
+/* Collective: every rank gives its status (0 fine); all get the lowest failing rank's
+   status, and rank 0 prints another rank's held reason ("mbk WHAT: ... rank K: ..."). */
+int app_ranks_agree(app_ranks *r, int status, const char *what);
+/* Ranks other than 0: stderr goes silent from here on. */
+void app_ranks_quiet(app_ranks *r);
+/* The end: rank 0's status on every rank (returned), MPI finalized. */
+int app_ranks_finish(app_ranks *r, int status);
+
 /* ---- helpers ---- */
 double app_now(void);          /* monotonic wall time in seconds */
 int app_fail(const char *what); /* prints mbk_last_error() (and app_hint); returns APP_FAILED */

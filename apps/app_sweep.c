@@ -976,11 +976,12 @@ static void free_sweep(sweep *w)
     free(w->u0);
     free(w->offset);
     if (w->out) fclose(w->out);
+    mbk_ensemble_destroy(w->e);
     app_model_free(&w->m);
 }
 
-/* Set up, run (rank 0 writes), report. */
-static int sweep_main(sweep *w)
+/* Every rank: the model, the varied parameters and the ensemble (w->e). */
+static int sweep_prepare(sweep *w)
 {
     int status = app_model_load(w->model_spec, &w->mo, &w->m);
     if (status) return status;
@@ -1011,40 +1012,40 @@ static int sweep_main(sweep *w)
     }
 #endif
     if (mbk_ensemble_set_integrator(e, w->integrator, w->accuracy) < 0 || mbk_ensemble_set_threads(e, threads) < 0 ||
-        mbk_ensemble_set_integrator_setup(e, integrator_setup, w) < 0) {
-        mbk_ensemble_destroy(e);
+        mbk_ensemble_set_integrator_setup(e, integrator_setup, w) < 0)
         return app_fail("setting up the ensemble");
-    }
+    return APP_OK;
+}
 
-    /* rank 0: the output file (read back with --resume), then every rank starts */
-    if (w->rank == 0) {
-        w->offset = malloc(sizeof(long) * (size_t)w->n_members);
-        if (!w->offset) status = APP_FAILED;
-        for (long i = 0; status == APP_OK && i < w->n_members; ++i) w->offset[i] = -1;
-        bool fresh = true;
-        if (status == APP_OK) app_make_parent_dir(w->output);
-        if (status == APP_OK && w->resume) status = read_back(w, &fresh);
-        if (status == APP_OK) {
-            w->out = fopen(w->output, fresh ? "w" : "a");
-            if (!w->out) {
-                fprintf(stderr, "mbk sweep: cannot write %s: %s\n", w->output, strerror(errno));
-                status = APP_FAILED;
-            } else if (fresh) {
-                header(w, w->out);
-                fflush(w->out);
-            }
-        }
-        for (long i = 0; status == APP_OK && i < w->n_members; ++i)
-            if (w->offset[i] >= 0) mbk_ensemble_skip_member(e, (int)i);
+/* Rank 0: the output file (read back with --resume); finished members are skipped. */
+static int open_output(sweep *w)
+{
+    int status = APP_OK;
+    w->offset = malloc(sizeof(long) * (size_t)w->n_members);
+    if (!w->offset) return APP_FAILED;
+    for (long i = 0; i < w->n_members; ++i) w->offset[i] = -1;
+    bool fresh = true;
+    app_make_parent_dir(w->output);
+    if (w->resume) status = read_back(w, &fresh);
+    if (status) return status;
+    w->out = fopen(w->output, fresh ? "w" : "a");
+    if (!w->out) {
+        fprintf(stderr, "mbk sweep: cannot write %s: %s\n", w->output, strerror(errno));
+        return APP_OUTPUT;
     }
-#ifdef MBK_HAVE_MPI
-    mbk_mpi_broadcast_int(&status);
-#endif
-    if (status) {
-        mbk_ensemble_destroy(e);
-        return status;
+    if (fresh) {
+        header(w, w->out);
+        fflush(w->out); /* a failure shows at the first row: the run stops then */
     }
+    for (long i = 0; i < w->n_members; ++i)
+        if (w->offset[i] >= 0) mbk_ensemble_skip_member(w->e, (int)i);
+    return APP_OK;
+}
 
+/* Run (rank 0 writes), report. */
+static int sweep_run(sweep *w)
+{
+    mbk_ensemble *e = w->e;
     w->t_start = app_now();
     w->tty = w->rank == 0 && !w->quiet && isatty(STDERR_FILENO);
     int rc;
@@ -1069,13 +1070,13 @@ static int sweep_main(sweep *w)
     fclose(w->out);
     w->out = NULL;
     plot_data d = {0};
-    status = finish_output(w, &d);
+    int status = finish_output(w, &d);
     bool plotted = false;
     if (status == APP_OK && strcmp(w->plot, "none")) {
         app_make_parent_dir(w->plot);
         if (write_plot(w, &d)) {
             fprintf(stderr, "mbk sweep: cannot write %s: %s\n", w->plot, strerror(errno));
-            status = APP_FAILED;
+            status = APP_OUTPUT;
         } else {
             plotted = true;
         }
@@ -1114,31 +1115,18 @@ int app_sweep_main(int argc, char **argv)
         }
     sweep *w = calloc(1, sizeof *w);
     if (!w) return APP_FAILED;
-    w->ranks = 1;
-#ifdef MBK_HAVE_MPI
-    bool mpi = mbk_mpi_launched();
-    if (mpi) {
-        if (mbk_mpi_init(NULL, NULL) < 0) {
-            fprintf(stderr, "mbk sweep: %s\n", mbk_last_error());
-            free(w);
-            return APP_FAILED;
-        }
-        w->rank = mbk_mpi_rank();
-        w->ranks = mbk_mpi_size();
-        if (w->rank != 0) { /* rank 0 speaks for all */
-            if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) w->quiet = true;
-        }
-    }
-#endif
-    int status = parse_args(argc, argv, w);
-    if (status == APP_OK) status = sweep_main(w);
+    app_ranks ranks;
+    int status = app_ranks_start(&ranks);
+    w->rank = ranks.rank, w->ranks = ranks.size, w->quiet = ranks.quiet;
+    /* every rank could start (under MPI: a rank that cannot stops them all), then rank 0's output */
+    if (status == APP_OK) status = parse_args(argc, argv, w);
+    if (status == APP_OK) status = sweep_prepare(w);
+    status = app_ranks_agree(&ranks, status, "sweep");
+    if (status == APP_OK && w->rank == 0) status = open_output(w);
+    status = app_ranks_agree(&ranks, status, "sweep");
+    app_ranks_quiet(&ranks);
+    if (status == APP_OK) status = sweep_run(w);
     free_sweep(w);
     free(w);
-#ifdef MBK_HAVE_MPI
-    if (mpi) {
-        mbk_mpi_broadcast_int(&status); /* every rank exits as rank 0 does */
-        mbk_mpi_finalize();
-    }
-#endif
-    return status;
+    return app_ranks_finish(&ranks, status);
 }

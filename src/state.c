@@ -71,7 +71,8 @@ int mbk_state_copy(mbk_state *dst, const mbk_state *src)
         dst->block = nb;
         dst->capacity = h->size;
     }
-    memcpy(dst->block, src->block, h->size);
+    /* everything but the scratch values at the end (work space, undefined at each call's start) */
+    memcpy(dst->block, src->block, h->copy_size);
     /* Values with copy ops are constructed again from the source (their bytes may own memory). */
     for (int i = 0; i < h->ndisc; ++i) {
         const st_disc *d = &st_disc_recs(src)[i];

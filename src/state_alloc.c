@@ -59,7 +59,10 @@ static int check_cache(const st_edit *e, const char *fn)
                              "%s: need Topology <= depends_on (%s) <= computed_by (%s), "
                              "depends_on <= Report",
                              fn, mbk_stage_name(depends_on), mbk_stage_name(computed_by));
-    return mbk_value_type_check(e->type);
+    int rc = mbk_value_type_check(e->type);
+    /* work space: the type is made from the caller's size and alignment, so say whose they are */
+    if (rc < 0 && e->scratch) return mbk_set_error(rc, "%s: %s", fn, mbk_last_error());
+    return rc;
 }
 
 /* The index the first new item of e gets in subsystem b. */
@@ -125,6 +128,16 @@ int mbk_state_allocate_cache(mbk_state *s, int sub, mbk_stage depends_on, mbk_st
     st_edit e = {.kind = EDIT_CACHE, .sub = sub, .stage_a = (int)depends_on, .stage_b = (int)computed_by,
                  .type = type, .vinit = init};
     return allocate(s, &e, "mbk_state_allocate_cache");
+}
+
+/* Work space: a cache entry that no stage computes, kept after the values a copy carries. */
+int mbk_state_allocate_scratch(mbk_state *s, int sub, size_t bytes, size_t align)
+{
+    mbk_value_type t = mbk_value_bytes(bytes, align);
+    t.name = "scratch";
+    st_edit e = {.kind = EDIT_CACHE, .sub = sub, .stage_a = MBK_STAGE_TOPOLOGY, .stage_b = MBK_STAGE_INFINITY,
+                 .type = &t, .scratch = 1};
+    return allocate(s, &e, "mbk_state_allocate_scratch");
 }
 
 int mbk_state_allocate_lazy_cache(mbk_state *s, int subsystem, mbk_stage depends_on,

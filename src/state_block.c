@@ -103,26 +103,38 @@ static size_t plan_offsets(const st_plan *p, int nsub, st_hdr *h)
     return o;
 }
 
-/* Bytes needed by the values of the kept and added records. */
-static size_t plan_values(const mbk_state *s, const st_plan *p, int nsub, const st_edit *e,
-                          size_t o)
+/* Whether cache entry i of subsystem k is scratch in the new block (the added one: the edit says). */
+static int cache_is_scratch(const mbk_state *s, const st_edit *e, const st_sub *b, int k, int i)
 {
-    for (int k = 0; k < nsub; ++k) {
-        const st_sub *b = &p->subs[k];
-        int added_d = e->kind == EDIT_DISC && e->sub == k;
-        for (int i = 0; i < b->ndisc; ++i) {
-            const mbk_value_type *t =
-                (added_d && i == b->ndisc - 1) ? e->type
-                                               : &st_disc_recs(s)[st_sub_of(s, k)->disc0 + i].type;
-            o = align_up(o, t->align) + t->size;
+    if (e->kind == EDIT_CACHE && e->sub == k && i == b->ncache - 1) return e->scratch;
+    return st_cache_recs(s)[st_sub_of(s, k)->cache0 + i].scratch;
+}
+
+/* Bytes needed by the values of the kept and added records: every value that is copied,
+   then (after *copy_size) the scratch values. */
+static size_t plan_values(const mbk_state *s, const st_plan *p, int nsub, const st_edit *e,
+                          size_t o, size_t *copy_size)
+{
+    for (int pass = 0; pass < 2; ++pass) {
+        for (int k = 0; k < nsub; ++k) {
+            const st_sub *b = &p->subs[k];
+            int added_d = e->kind == EDIT_DISC && e->sub == k;
+            for (int i = 0; pass == 0 && i < b->ndisc; ++i) {
+                const mbk_value_type *t =
+                    (added_d && i == b->ndisc - 1) ? e->type
+                                                   : &st_disc_recs(s)[st_sub_of(s, k)->disc0 + i].type;
+                o = align_up(o, t->align) + t->size;
+            }
+            int added_c = e->kind == EDIT_CACHE && e->sub == k;
+            for (int i = 0; i < b->ncache; ++i) {
+                if (cache_is_scratch(s, e, b, k, i) != pass) continue;
+                const mbk_value_type *t =
+                    (added_c && i == b->ncache - 1) ? e->type
+                                                    : &st_cache_recs(s)[st_sub_of(s, k)->cache0 + i].type;
+                o = align_up(o, t->align) + t->size;
+            }
         }
-        int added_c = e->kind == EDIT_CACHE && e->sub == k;
-        for (int i = 0; i < b->ncache; ++i) {
-            const mbk_value_type *t =
-                (added_c && i == b->ncache - 1) ? e->type
-                                                : &st_cache_recs(s)[st_sub_of(s, k)->cache0 + i].type;
-            o = align_up(o, t->align) + t->size;
-        }
+        if (pass == 0) *copy_size = o = align_up(o, 64);
     }
     return align_up(o, 64);
 }
@@ -153,12 +165,14 @@ static void fill_doubles(double *dst, const double *src, int kept, int added, co
     for (int i = 0; i < added; ++i) dst[kept + i] = init ? init[i] : 0.0;
 }
 
-/* Move one subsystem's records and values from the old block to the new. */
+/* Move one subsystem's records and values from the old block to the new: pass 0 the
+   values that are copied, pass 1 the scratch entries (placed after them, contents not
+   kept: scratch is undefined at every call's start). */
 static void fill_records(const mbk_state *s, unsigned char *nb, const st_hdr *nh,
-                         const st_sub *nbsub, int k, const st_edit *e, size_t *voff)
+                         const st_sub *nbsub, int k, const st_edit *e, size_t *voff, int pass)
 {
     st_disc *nd = (st_disc *)(nb + nh->disc_off) + nbsub->disc0;
-    for (int i = 0; i < nbsub->ndisc; ++i) {
+    for (int i = 0; pass == 0 && i < nbsub->ndisc; ++i) {
         size_t *o = &nd[i].off;
         if (e->kind == EDIT_DISC && e->sub == k && i == nbsub->ndisc - 1) {
             nd[i].type = *e->type;
@@ -176,6 +190,7 @@ static void fill_records(const mbk_state *s, unsigned char *nb, const st_hdr *nh
     }
     st_cache *nc = (st_cache *)(nb + nh->cache_off) + nbsub->cache0;
     for (int i = 0; i < nbsub->ncache; ++i) {
+        if (cache_is_scratch(s, e, nbsub, k, i) != pass) continue;
         size_t *o = &nc[i].off;
         if (e->kind == EDIT_CACHE && e->sub == k && i == nbsub->ncache - 1) {
             memset(&nc[i], 0, sizeof nc[i]);
@@ -183,13 +198,14 @@ static void fill_records(const mbk_state *s, unsigned char *nb, const st_hdr *nh
             nc[i].alloc_stage = st_hdr_of(s) ? st_hdr_of(s)->alloc_stage : MBK_STAGE_TOPOLOGY;
             nc[i].depends_on = e->stage_a;
             nc[i].computed_by = e->stage_b;
+            nc[i].scratch = e->scratch;
             *o = align_up(*voff, e->type->align);
-            value_init(e->type, nb + *o, e->vinit);
+            if (!e->scratch) value_init(e->type, nb + *o, e->vinit);
         } else {
             const st_cache *oc = &st_cache_recs(s)[st_sub_of(s, k)->cache0 + i];
             nc[i] = *oc;
             *o = align_up(*voff, oc->type.align);
-            st_value_copy(&oc->type, nb + *o, s->block + oc->off);
+            if (!oc->scratch) st_value_copy(&oc->type, nb + *o, s->block + oc->off);
         }
         *voff = *o + nc[i].type.size;
     }
@@ -237,13 +253,14 @@ int st_rebuild(mbk_state *s, const st_edit *e)
 
     st_hdr nh = *oh;
     size_t fixed = plan_offsets(&p, nsub, &nh);
-    size_t total = plan_values(s, &p, nsub, e, fixed);
+    size_t copy_size = 0, total = plan_values(s, &p, nsub, e, fixed, &copy_size);
     unsigned char *nb = mbk_calloc(1, total);
     if (!nb) {
         mbk_free(p.subs);
         return MBK_ENOMEM;
     }
     nh.size = total;
+    nh.copy_size = copy_size;
     nh.nq = p.nq; nh.nu = p.nu; nh.nz = p.nz;
     nh.nqerr = p.nqerr; nh.nuerr = p.nuerr; nh.nudoterr = p.nudoterr;
     nh.ndisc = p.ndisc; nh.ncache = p.ncache;
@@ -257,9 +274,11 @@ int st_rebuild(mbk_state *s, const st_edit *e)
 
     size_t voff = fixed;
     for (int k = 0; k < nsub; ++k) {
-        fill_records(s, nb, &nh, &p.subs[k], k, e, &voff);
+        fill_records(s, nb, &nh, &p.subs[k], k, e, &voff, 0);
         fill_y(s, (double *)(nb + nh.y_off), &p, k, e);
     }
+    voff = copy_size;
+    for (int k = 0; k < nsub; ++k) fill_records(s, nb, &nh, &p.subs[k], k, e, &voff, 1);
     mbk_free(p.subs);
 
     st_destroy_values(s);
@@ -288,7 +307,7 @@ int st_init_empty(mbk_state *s, int nsub)
         mbk_free(subs);
         return MBK_ENOMEM;
     }
-    h.size = total;
+    h.size = h.copy_size = total;
     memcpy(nb, &h, sizeof h);
     memcpy(nb + h.sub_off, subs, (size_t)nsub * sizeof(st_sub));
     mbk_free(subs);

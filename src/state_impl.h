@@ -46,10 +46,13 @@ typedef struct st_cache {
     int depends_on;      /* earliest stage whose variables it depends on */
     int computed_by;     /* stage whose realization computes it (Infinity: lazy) */
     int marked;          /* marked realized since allocation */
+    int scratch;         /* work space (mbk_state_allocate_scratch): its value sits after
+                            copy_size and is never copied */
 } st_cache;
 
 typedef struct st_hdr {
     size_t size;          /* bytes used in the block */
+    size_t copy_size;     /* bytes a copy carries: all but the scratch values, which come last */
     uint64_t stamp;       /* topology stamp of the System that made it */
     int nsub;             /* subsystems */
     int stage;            /* lowest subsystem stage (the State's stage) */
@@ -96,6 +99,7 @@ typedef struct st_edit {
     const mbk_value_type *type;  /* value type (discrete, cache) */
     const void *vinit;           /* initial value, or NULL for zero bytes */
     int drop_from;               /* drop allocations made at this stage or later (Empty: none) */
+    int scratch;                 /* the cache entry is work space (placed after copy_size) */
 } st_edit;
 
 /* Header of an initialized State (NULL if Empty). */

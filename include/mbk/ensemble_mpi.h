@@ -20,7 +20,17 @@
  *     mbk_mpi_finalize();
  *
  * run with `mpirun -np 4 ./program`. Members skipped with
- * mbk_ensemble_skip_member on rank 0 are not run. */
+ * mbk_ensemble_skip_member on rank 0 are not run.
+ *
+ * Failures are collective: a member whose own run fails keeps its status (the
+ * others go on), but anything that stops the run on one rank (a pack or
+ * collect callback returning nonzero, memory or threads running out, a bad
+ * argument on that rank) stops it on every rank, after the members running
+ * there finish: every rank returns the same negative status, with a message
+ * that names the rank and the cause. A rank that can no longer communicate
+ * says so on stderr and ends the job with MPI_Abort. Work the ranks do
+ * outside the run must agree too (mbk_mpi_agree): a rank that leaves before
+ * a collective call leaves the others waiting in it. */
 #ifndef MBK_ENSEMBLE_MPI_H
 #define MBK_ENSEMBLE_MPI_H
 
@@ -53,9 +63,17 @@ bool mbk_mpi_launched(void);
 int mbk_mpi_local_size(void);
 /* Rank 0's *value on every rank (a collective call). */
 int mbk_mpi_broadcast_int(int *value);
+/* Agree on a failure (a collective call): every rank passes its own status (0 when
+   fine) and, when nonzero, a message. Returns 0 on every rank when every rank passed
+   0; otherwise, on every rank, the status of the lowest failing rank, whose rank is
+   put in *failed_rank (-1 when none failed; may be NULL) and whose message becomes
+   mbk_last_error() as "rank K: message". Without MPI: status itself. */
+int mbk_mpi_agree(int status, const char *message, int *failed_rank);
 /* Run the ensemble over every rank (a collective call). collect runs on rank 0
-   only. Every rank returns the same status; afterwards mbk_ensemble_get_num_run
-   and _num_failed give the whole ensemble's counts on every rank. */
+   only. Every rank returns the same status (a failure anywhere fails every rank,
+   promptly, with the rank and the cause in mbk_last_error()); afterwards
+   mbk_ensemble_get_num_run and _num_failed give the whole ensemble's counts (of
+   the members collected, when the run failed) on every rank. */
 int mbk_ensemble_run_mpi(mbk_ensemble *e, double t_final, size_t record_size,
                          mbk_member_init_fn init, mbk_member_pack_fn pack,
                          mbk_member_collect_fn collect, void *user);

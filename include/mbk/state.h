@@ -158,6 +158,12 @@ int mbk_state_allocate_cache(mbk_state *s, int subsystem, mbk_stage depends_on,
 /* Allocate a lazy cache entry (computed_by = Infinity): computed on first request. */
 int mbk_state_allocate_lazy_cache(mbk_state *s, int subsystem, mbk_stage depends_on,
                                   const mbk_value_type *type, const void *init);
+/* Allocate `bytes` of work space (aligned as values are: `align` a power of two up to 64) that a
+   subsystem's ops write and then read within one call: a cache entry no stage computes,
+   whose contents are undefined at the start of every call, and which mbk_state_copy does
+   not copy (nor checkpoints save): it costs a State memory but not copies. Returns its
+   cache index (mbk_state_upd_cache gives the bytes). */
+int mbk_state_allocate_scratch(mbk_state *s, int subsystem, size_t bytes, size_t align);
 /* From realize_instance: n position-constraint errors; returns the start within the subsystem's. */
 int mbk_state_allocate_qerr(mbk_state *s, int subsystem, int n);
 /* From realize_instance: n velocity-constraint errors. */

@@ -314,8 +314,9 @@ static int derivative_topology(mbk_matter *m)
             m->nl += depth;
         }
     }
-    /* sparse enough to keep in every State (O(n)); deeper trees use the ABA instead */
-    m->ltdl = m->nl <= 16 * m->nu + 64;
+    /* small enough to keep in every State (at most about 1 KB per u: chains up to about
+       127 bodies, any shallow tree); deeper trees use the ABA column by column instead */
+    m->ltdl = m->nl <= 64 * m->nu + 64;
     /* L's entries by rows (the u above) and by columns (the u below) */
     mbk_free(m->lanc);
     m->lanc = mbk_malloc((3 * (size_t)m->nl + (size_t)m->nu + 2) * sizeof(int));
@@ -383,7 +384,9 @@ static int mt_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     for (int i = 0; i < NUM_CACHE; ++i) {
         size_t bytes = i == C_SCRATCH_MAT ? (mass_bytes > dws_bytes ? mass_bytes : dws_bytes) : spec[i].bytes;
         mbk_value_type t = mbk_value_bytes(bytes, 64);
-        m->cache[i] = mbk_state_allocate_cache(s, k, (mbk_stage)spec[i].dep, (mbk_stage)spec[i].by, &t, NULL);
+        const bool scratch = i == C_SCRATCH || i == C_SCRATCH_MAT; /* not carried by State copies */
+        m->cache[i] = scratch ? mbk_state_allocate_scratch(s, k, bytes, 64)
+                              : mbk_state_allocate_cache(s, k, (mbk_stage)spec[i].dep, (mbk_stage)spec[i].by, &t, NULL);
         if (m->cache[i] < 0) return -1;
     }
     /* the bodies whose tip-to-base sums arrive through memory */

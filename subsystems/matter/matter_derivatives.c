@@ -632,14 +632,14 @@ int mbk_matter_calc_qdot_derivatives(const mbk_matter *m, const mbk_state *s, do
     do {                                                                                            \
         double e_[W], o_[W];                                                                        \
         for (int k_ = 0; k_ < (W); ++k_) { e_[k_] = xin[k_]; o_[k_] = 0.0; }                        \
-        int t_ = 0;                                                                                 \
-        for (; t_ + 1 < cnt; t_ += 2) {                                                             \
-            const double f0_ = c[t_], f1_ = c[t_ + 1];                                              \
-            const double *y0_ = X + (size_t)row[t_] * ld + (size_t)cc, *y1_ = X + (size_t)row[t_ + 1] * ld + (size_t)cc; \
+        int t_ = cnt - 1;                                                                           \
+        for (; t_ >= 1; t_ -= 2) {                                                                  \
+            const double f0_ = c[t_], f1_ = c[t_ - 1];                                              \
+            const double *y0_ = X + (size_t)row[t_] * ld + (size_t)cc, *y1_ = X + (size_t)row[t_ - 1] * ld + (size_t)cc; \
             for (int k_ = 0; k_ < (W); ++k_) { e_[k_] -= f0_ * y0_[k_]; o_[k_] -= f1_ * y1_[k_]; } \
         }                                                                                           \
-        if (t_ < cnt) {                                                                             \
-            const double f0_ = c[t_], *y0_ = X + (size_t)row[t_] * ld + (size_t)cc;                 \
+        if (t_ == 0) {                                                                              \
+            const double f0_ = c[0], *y0_ = X + (size_t)row[0] * ld + (size_t)cc;                   \
             for (int k_ = 0; k_ < (W); ++k_) e_[k_] -= f0_ * y0_[k_];                               \
         }                                                                                           \
         for (int k_ = 0; k_ < (W); ++k_) x[cc + k_] = sc * (e_[k_] + o_[k_]);                      \
@@ -676,37 +676,77 @@ static void pull_row(double *restrict x, const double *X, size_t ld, int n, cons
 #undef PULL_CHUNK
 
 /* M = L^T D L with L unit lower triangular, nonzero only where a u's row meets the u
-   above it (Featherstone's LTDL, "Rigid Body Dynamics Algorithms" 6.5). M's entries
-   from the setup: M_ik = (Yc_i S_i) . S_k for k at or above i, at Ground's origin. */
-static void factor_mass(const mbk_matter *m, const mt_dws *ws, double *D, double *L)
+   above it (Featherstone's LTDL, "Rigid Body Dynamics Algorithms" 6.5, eliminating from
+   the tips). It is read off the articulated-body inertias the Acceleration stage left:
+   once everything below a body is eliminated, what couples its u to each other and to
+   the u above is its articulated inertia P alone, through U = P H. So a body of one u
+   has D = H . U and L_ka = U . S_a / D = G . S_a (G = U / D, as the ABA keeps it), one
+   dot product per entry; a body of several u factors its own block K = H^T U =
+   L_bb^T D_b L_bb and solves L_bb^T D_b L_ba = U^T S_a for each u above. Every S and U
+   is taken at Ground's origin. */
+static int row_len(const mbk_matter *m, int k) { return (k + 1 < m->nu ? m->loff[k + 1] : m->nl) - m->loff[k]; }
+
+/* A body of several u: its rows of L and its D. */
+static void factor_block(const mbk_matter *m, const mt_node *nd, const mt_inertia *P, const mbk_spatial_vec *H,
+                         mbk_vec3 p_B, const mt_dws *ws, double *D, double *L)
 {
-    const int *off = m->loff, *anc = m->lanc;
-    for (int i = 0; i < m->nu; ++i) {
-        const mbk_spatial_vec F = ws->row[i].YcS;
-        D[i] = mbk_spatial_vec_dot(F, ws->ucol[i].T);
-        const int end = i + 1 < m->nu ? off[i + 1] : m->nl;
-        for (int t = off[i]; t < end; ++t) L[t] = mbk_spatial_vec_dot(F, ws->ucol[anc[t]].T);
-    }
-    /* from the tips: row k's entries scale by 1/D_k and update the rows above; the u
-       above i = anc[off[k] + p] are those after position p in k's row */
-    for (int k = m->nu - 1; k >= 0; --k) {
-        double *Lk = L + off[k];
-        const int dk_n = (k + 1 < m->nu ? off[k + 1] : m->nl) - off[k];
-        const double inv = 1.0 / D[k];
-        for (int p = 0; p < dk_n; ++p) {
-            const int i = anc[off[k] + p];
-            const double a = Lk[p] * inv;
-            D[i] -= a * Lk[p];
-            double *Li = L + off[i];
-            const int n = dk_n - p - 1;
-            for (int t = 0; t < n; ++t) Li[t] -= a * Lk[p + 1 + t];
-            Lk[p] = a;
+    const int n = nd->nu, u0 = nd->u0, *off = m->loff, *anc = m->lanc;
+    mbk_spatial_vec U[MBK_MOBILIZER_MAX_U];
+    double K[MBK_MOBILIZER_MAX_U][MBK_MOBILIZER_MAX_U], Lb[MBK_MOBILIZER_MAX_U][MBK_MOBILIZER_MAX_U] = {{0}};
+    for (int j = 0; j < n; ++j) U[j] = mbk_spatial_shift_force(mt_inertia_mul(P, &H[u0 + j]), mbk_vec3_neg(p_B));
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i) K[j][i] = mbk_spatial_vec_dot(ws->ucol[u0 + j].T, U[i]);
+    /* K = Lb^T D Lb from the last u (the tip of the body's chain of u) */
+    for (int j = n - 1; j >= 0; --j) {
+        double d = K[j][j];
+        for (int l = j + 1; l < n; ++l) d -= Lb[l][j] * Lb[l][j] * D[u0 + l];
+        D[u0 + j] = d;
+        for (int i = 0; i < j; ++i) {
+            double x = K[j][i];
+            for (int l = j + 1; l < n; ++l) x -= Lb[l][j] * D[u0 + l] * Lb[l][i];
+            Lb[j][i] = x / d;
         }
+    }
+    /* row u0 + j holds the u of its body above it (j - 1 down to 0), then those above the body */
+    for (int j = 0; j < n; ++j)
+        for (int p = 0; p < j; ++p) L[off[u0 + j] + p] = Lb[j][j - 1 - p];
+    for (int p = 0; p < row_len(m, u0); ++p) {
+        const mbk_spatial_vec S = ws->ucol[anc[off[u0] + p]].T;
+        double z[MBK_MOBILIZER_MAX_U];
+        for (int j = n - 1; j >= 0; --j) {
+            z[j] = mbk_spatial_vec_dot(U[j], S);
+            for (int l = j + 1; l < n; ++l) z[j] -= Lb[l][j] * z[l];
+        }
+        for (int j = 0; j < n; ++j) L[off[u0 + j] + j + p] = z[j] / D[u0 + j];
     }
 }
 
-void mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1, double *X2,
-                    int ld2, int n2)
+static int factor_mass(const mbk_matter *m, const mbk_state *s, const mt_dws *ws, double *D, double *L)
+{
+    int rc = mt_realize_abi(m, s); /* already there after Acceleration */
+    if (rc < 0) return rc;
+    const mt_abi abi = mt_abi_of(m, s);
+    const mt_pos *pos = mt_cache(m, s, C_POS);
+    const mbk_spatial_vec *H = mt_cache(m, s, C_H);
+    for (int b = 1; b < m->nb; ++b) {
+        const mt_node *nd = &m->nodes[b];
+        if (nd->nu > 1) {
+            factor_block(m, nd, &abi.P[b], H, pos[b].X_GB.p, ws, D, L);
+            continue;
+        }
+        if (nd->nu == 0) continue;
+        /* G is kept at the parent's origin */
+        const int k = nd->u0, t0 = m->loff[k], t1 = t0 + row_len(m, k);
+        const mbk_vec3 p_P = nd->parent > 0 ? pos[nd->parent].X_GB.p : mbk_vec3_zero();
+        const mbk_spatial_vec g = mbk_spatial_shift_force(abi.G[k], mbk_vec3_neg(p_P));
+        D[k] = 1.0 / abi.Dinv[nd->d0];
+        for (int t = t0; t < t1; ++t) L[t] = mbk_spatial_vec_dot(g, ws->ucol[m->lanc[t]].T);
+    }
+    return MBK_OK;
+}
+
+int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1, double *X2,
+                   int ld2, int n2)
 {
     mt_dws ws = mt_dws_of(m, s);
     if (!m->ltdl) { /* column by column through the articulated-body sweeps */
@@ -721,10 +761,11 @@ void mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, doubl
                 for (int i = 0; i < m->nu; ++i) X[(size_t)i * (size_t)ld + (size_t)j] = scale * y[i];
             }
         }
-        return;
+        return MBK_OK;
     }
     double *D = dws_factor(m, s), *L = D + m->nu, *LD = L + m->nl;
-    factor_mass(m, &ws, D, L);
+    int rc = factor_mass(m, s, &ws, D, L);
+    if (rc < 0) return rc;
     /* L by columns, times D_k / scale: back substitution pulls the rows below each u
        already scaled by scale / D (y_k = z_k D_k / scale) */
     const double inv_scale = 1.0 / scale;
@@ -742,8 +783,9 @@ void mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, doubl
             pull_row(X + (size_t)i * ld, X, ld, n, m->ldrow + t0, LD + t0, m->ldoff[i + 1] - t0, Dsc[i]);
         }
         for (int k = 0; k < m->nu; ++k) {
-            const int t0 = m->loff[k], cnt = (k + 1 < m->nu ? m->loff[k + 1] : m->nl) - t0;
-            pull_row(X + (size_t)k * ld, X, ld, n, m->lanc + t0, L + t0, cnt, 1.0);
+            const int t0 = m->loff[k];
+            pull_row(X + (size_t)k * ld, X, ld, n, m->lanc + t0, L + t0, row_len(m, k), 1.0);
         }
     }
+    return MBK_OK;
 }

@@ -243,10 +243,11 @@ void mt_deriv_add_phi(const mbk_matter *m, const mbk_state *s, int body, mbk_spa
 void mt_deriv_add_pair(const mbk_matter *m, const mbk_state *s, const mt_pair_jac *J, double scale,
                        double *df_dq, int ldq, double *df_du, int ldu);
 /* After setup: X <- scale M^-1 X for the n1 columns of X1 (row stride ld1) and the n2
-   of X2 (ld2), either may be NULL: the sparse L^T D L factor of M formed from the
-   setup's composite inertias and applied row by row (or, for deep trees where the
-   factor would not be O(n), the articulated-body solve column by column). */
-void mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1, double *X2,
+   of X2 (ld2), either may be NULL: the sparse L^T D L factor of M read off the
+   articulated-body inertias (the State is at Acceleration) and applied row by row (or,
+   for deep trees whose factor would be too big to keep in the State, the
+   articulated-body solve column by column). 0 or a negative status. */
+int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1, double *X2,
                     int ld2, int n2);
 /* Byte size of the derivative work space. */
 size_t mt_dws_bytes(const mbk_matter *m);

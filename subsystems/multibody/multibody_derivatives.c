@@ -5,6 +5,7 @@
  * subsystems, the constraints' part of udot) by central differences on the
  * State, and M^-1 on each column for the forward dynamics. This sits above
  * matter, forces and constraints, so it may call all three. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -280,8 +281,11 @@ static bool numeric_forces(const md_ctx *c, bool *q_only)
 /* MBK_OK if the rows x cols block is finite, else MBK_ENOTFINITE naming the entry. */
 static int check_finite(const double *a, int rows, int cols, int ld, const char *fn, const char *name)
 {
-    for (int i = 0; a && i < rows; ++i) {
-        int k = mbk_find_nonfinite(a + (size_t)i * (size_t)ld, cols);
+    /* a dense block is scanned in one call (long enough to vectorize well) */
+    const bool dense = ld == cols && (size_t)rows * (size_t)cols <= (size_t)INT_MAX;
+    for (int i = 0; a && i < (dense ? 1 : rows); ++i) {
+        int k = mbk_find_nonfinite(a + (size_t)i * (size_t)ld, dense ? rows * cols : cols);
+        if (k >= 0 && dense) i = k / cols, k %= cols;
         if (k >= 0)
             return mbk_set_error(MBK_ENOTFINITE, "%s: %s[%d][%d] is %g: the State is at a singular configuration "
                                  "(gimbal lock of Euler angles or a bushing, two stations of a two-point element "
@@ -362,7 +366,8 @@ int mbk_system_calc_acceleration_derivatives_ld(const mbk_system *sys, mbk_state
     }
     /* dudot = -M^-1 dr: the arrays hold -dr */
     if ((rc = residual_derivatives(&c, udot, dudot_dq, ldq, dudot_du, ldu, true, fn)) < 0) return rc;
-    mt_deriv_solve(m, s, 1.0, dudot_dq, ldq, c.nq, dudot_du, ldu, c.nu);
+    if ((rc = mt_deriv_solve(m, s, 1.0, dudot_dq, ldq, c.nq, dudot_du, ldu, c.nu)) < 0)
+        return mbk_set_error(rc, "%s: %s", fn, mbk_last_error());
     if (c.constrained && (rc = numeric_columns(&c, NUM_CONSTRAINTS, false, dudot_dq, ldq, dudot_du, ldu, fn)) < 0)
         return rc;
     if ((rc = check_finite(dudot_dq, c.nu, c.nq, ldq, fn, "dudot_dq")) < 0) return rc;

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# `mpirun -np N mbk sweep` when one rank fails (ctest sweep_mpi_stop, N = 2 and 3):
+# every rank stops, none hangs, and the exit status and rank 0's message say what
+# happened (docs/cli.md: 4 when the output cannot be written). Each mpirun runs
+# under `timeout`, so a rank left waiting is a failure here, not a stuck test.
+#   - rank 0's output fills up part-way (/dev/full): 4, "cannot write"
+#   - rank 0's output cannot be created: 4, nothing run
+#   - the last rank cannot load its model, or has a bad option (mpirun's
+#     MPMD form gives it other arguments): that rank's status (3, 2), its
+#     message named with its rank by rank 0, nothing written
+#   - the last rank builds another ensemble: 1, "ensembles differ"
+set -u
+mbk=$(realpath "$1") work=${2:-$(mktemp -d)}
+export OPENBLAS_NUM_THREADS=1
+rm -rf "$work"; mkdir -p "$work"; cd "$work"
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+check() { if "$@"; then ok; else bad "$*"; fi; }
+mpi=(mpirun --allow-run-as-root --oversubscribe)
+opts=(--samples 200 --seed 3 --vary 'q0:joint1=uniform(0,1)' --t-final 2 --threads 1 --plot none --quiet)
+
+# run NAME COMMAND...: the exit status in $rc, stderr in NAME.err; 124 = it hung
+run() {
+  local name=$1; shift
+  timeout 30 "$@" > "$name.out" 2> "$name.err"
+  rc=$?
+  [ $rc -eq 124 ] && echo "FAIL: $name hung (killed after 30 s)" >&2
+}
+
+for np in 2 3; do
+  last=$((np - 1))
+  run full$np "${mpi[@]}" -np $np "$mbk" sweep builtin:chain:3 "${opts[@]}" --output /dev/full
+  check test $rc -eq 4
+  check grep -q 'mbk sweep: cannot write /dev/full' full$np.err
+
+  run nodir$np "${mpi[@]}" -np $np "$mbk" sweep builtin:chain:3 "${opts[@]}" --output /dev/null/x/out.csv
+  check test $rc -eq 4
+  check grep -q 'cannot write /dev/null/x/out.csv' nodir$np.err
+
+  run model$np "${mpi[@]}" -np $last "$mbk" sweep builtin:chain:3 "${opts[@]}" --output model$np.csv \
+    : -np 1 "$mbk" sweep "$work/missing.urdf" "${opts[@]}" --output model$np.csv
+  check test $rc -eq 3
+  check grep -q "stopped before the run: rank $last: .*missing.urdf" model$np.err
+  check test ! -e model$np.csv
+
+  run usage$np "${mpi[@]}" -np $last "$mbk" sweep builtin:chain:3 "${opts[@]}" --output usage$np.csv \
+    : -np 1 "$mbk" sweep builtin:chain:3 "${opts[@]}" --samples 0 --output usage$np.csv
+  check test $rc -eq 2
+  check grep -q "stopped before the run: rank $last: --samples" usage$np.err
+  check test ! -e usage$np.csv
+
+  run other$np "${mpi[@]}" -np $last "$mbk" sweep builtin:chain:3 "${opts[@]}" --output other$np.csv \
+    : -np 1 "$mbk" sweep builtin:chain:3 "${opts[@]}" --vary 'gravity.z=list(-9,-8)' --output other$np.csv
+  check test $rc -eq 1
+  check grep -q "the ranks' ensembles differ" other$np.err
+done
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
