@@ -25,113 +25,59 @@ _Static_assert(sizeof(mbk_integrator_stats) % sizeof(long) == 0, "the statistics
 enum { NSTATS = (int)(sizeof(mbk_integrator_stats) / sizeof(long)), CK_CONTAINER = 44, CK_HEADER = 40 };
 
 /* ------------------------------------------------------------------ */
-/* Byte streams (as in src/state_file.c)                                */
-/* ------------------------------------------------------------------ */
-
-typedef struct ck_wr {
-    unsigned char *buf; /* NULL: count only */
-    size_t pos;
-} ck_wr;
-
-static void put(ck_wr *w, const void *p, size_t n)
-{
-    if (w->buf && n) memcpy(w->buf + w->pos, p, n);
-    w->pos += n;
-}
-static void put_u8(ck_wr *w, bool v) { unsigned char c = v ? 1 : 0; put(w, &c, 1); }
-static void put_u32(ck_wr *w, uint32_t v) { put(w, &v, sizeof v); }
-static void put_i32(ck_wr *w, int32_t v) { put(w, &v, sizeof v); }
-static void put_u64(ck_wr *w, uint64_t v) { put(w, &v, sizeof v); }
-static void put_i64(ck_wr *w, int64_t v) { put(w, &v, sizeof v); }
-static void put_f64(ck_wr *w, double v) { put(w, &v, sizeof v); }
-
-typedef struct ck_rd {
-    const unsigned char *p;
-    size_t n, pos;
-    bool bad;
-} ck_rd;
-
-static void get(ck_rd *r, void *out, size_t n)
-{
-    if (r->bad || n > r->n - r->pos) {
-        r->bad = true;
-        memset(out, 0, n);
-        return;
-    }
-    memcpy(out, r->p + r->pos, n);
-    r->pos += n;
-}
-static unsigned char get_u8(ck_rd *r) { unsigned char v; get(r, &v, 1); return v; }
-static uint32_t get_u32(ck_rd *r) { uint32_t v; get(r, &v, sizeof v); return v; }
-static int32_t get_i32(ck_rd *r) { int32_t v; get(r, &v, sizeof v); return v; }
-static uint64_t get_u64(ck_rd *r) { uint64_t v; get(r, &v, sizeof v); return v; }
-static int64_t get_i64(ck_rd *r) { int64_t v; get(r, &v, sizeof v); return v; }
-static double get_f64(ck_rd *r) { double v; get(r, &v, sizeof v); return v; }
-static const unsigned char *get_span(ck_rd *r, uint64_t n)
-{
-    if (r->bad || n > r->n - r->pos) {
-        r->bad = true;
-        return NULL;
-    }
-    const unsigned char *p = r->p + r->pos;
-    r->pos += (size_t)n;
-    return p;
-}
-
-/* ------------------------------------------------------------------ */
 /* Writing                                                              */
 /* ------------------------------------------------------------------ */
 
-/* The payload: with w->buf NULL only counts. */
-static int write_payload(const mbk_integrator *ig, const void *app, size_t app_n, ck_wr *w, const char *fn)
+/* The payload (a counting writer only counts). */
+static int write_payload(const mbk_integrator *ig, const void *app, size_t app_n, mbk_bytes_writer *w, const char *fn)
 {
     int rc;
     size_t len = strlen(ig->ops.name), sn = 0, on = 0;
-    put_u32(w, (uint32_t)len);
-    put(w, ig->ops.name, len);
+    mbk_bytes_put_u32(w, (uint32_t)len);
+    mbk_bytes_put(w, ig->ops.name, len);
     /* the current State, as a State image of its own */
     if ((rc = mbk_state_serialize(ig->cur, ig->sys, NULL, 0, &sn)) < 0)
         return mbk_set_error(rc, "%s (%s): its State: %s", fn, ig->ops.name, mbk_last_error());
-    put_u64(w, sn);
-    if (w->buf && (rc = mbk_state_serialize(ig->cur, ig->sys, w->buf + w->pos, sn, &sn)) < 0)
+    mbk_bytes_put_u64(w, sn);
+    void *dst = mbk_bytes_put_space(w, sn);
+    if (dst && (rc = mbk_state_serialize(ig->cur, ig->sys, dst, sn, &sn)) < 0)
         return mbk_set_error(rc, "%s (%s): its State: %s", fn, ig->ops.name, mbk_last_error());
-    w->pos += sn;
     /* settings */
     const mbk_integrator_settings *st = &ig->set;
     const double sd[] = {st->accuracy, st->rel_tol, st->abs_tol, st->constraint_tol, st->event_tol,
                          st->fixed_step, st->initial_step, st->min_step, st->max_step};
-    for (size_t i = 0; i < sizeof sd / sizeof *sd; ++i) put_f64(w, sd[i]);
-    put_i64(w, st->max_steps);
-    put_u8(w, st->use_system_jacobian);
-    put_u8(w, st->project_error_estimate);
-    put_u8(w, ig->cons_tol_given);
-    put_u8(w, ig->event_tol_given);
+    for (size_t i = 0; i < sizeof sd / sizeof *sd; ++i) mbk_bytes_put_f64(w, sd[i]);
+    mbk_bytes_put_i64(w, st->max_steps);
+    mbk_bytes_put_u8(w, st->use_system_jacobian);
+    mbk_bytes_put_u8(w, st->project_error_estimate);
+    mbk_bytes_put_u8(w, ig->cons_tol_given);
+    mbk_bytes_put_u8(w, ig->event_tol_given);
     /* the driver */
-    put_u8(w, ig->terminated);
-    put_u8(w, ig->pending.any);
-    put_u8(w, ig->pending.fired);
-    put_u8(w, ig->pending.sched_due);
-    put_u8(w, ig->pending.rep_due);
-    put_i32(w, ig->last_handled);
-    put_i32(w, ig->loc_count);
-    put_f64(w, ig->t_init);
-    put_f64(w, ig->h_prev);
-    put_f64(w, ig->h_pred);
-    put_f64(w, ig->loc_target);
+    mbk_bytes_put_u8(w, ig->terminated);
+    mbk_bytes_put_u8(w, ig->pending.any);
+    mbk_bytes_put_u8(w, ig->pending.fired);
+    mbk_bytes_put_u8(w, ig->pending.sched_due);
+    mbk_bytes_put_u8(w, ig->pending.rep_due);
+    mbk_bytes_put_i32(w, ig->last_handled);
+    mbk_bytes_put_i32(w, ig->loc_count);
+    mbk_bytes_put_f64(w, ig->t_init);
+    mbk_bytes_put_f64(w, ig->h_prev);
+    mbk_bytes_put_f64(w, ig->h_pred);
+    mbk_bytes_put_f64(w, ig->loc_target);
     const long *stats = (const long *)&ig->stats;
-    put_u32(w, NSTATS);
-    for (int i = 0; i < NSTATS; ++i) put_i64(w, stats[i]);
-    put_u32(w, (uint32_t)ig->nw);
-    for (int i = 0; i < ig->nw; ++i) put_f64(w, ig->w0[i]);
-    for (int i = 0; i < ig->nw; ++i) put_u8(w, ig->fired[i]);
-    put_u32(w, (uint32_t)ig->nsub);
+    mbk_bytes_put_u32(w, NSTATS);
+    for (int i = 0; i < NSTATS; ++i) mbk_bytes_put_i64(w, stats[i]);
+    mbk_bytes_put_u32(w, (uint32_t)ig->nw);
+    for (int i = 0; i < ig->nw; ++i) mbk_bytes_put_f64(w, ig->w0[i]);
+    for (int i = 0; i < ig->nw; ++i) mbk_bytes_put_u8(w, ig->fired[i]);
+    mbk_bytes_put_u32(w, (uint32_t)ig->nsub);
     for (int k = 0; k < ig->nsub; ++k) {
         int n = ig->sched_n[k];
-        put_f64(w, ig->sched_t[k]);
-        put_u32(w, (uint32_t)n);
-        for (int i = 0; i < n; ++i) put_i32(w, ig->sched_ids[k][i]);
+        mbk_bytes_put_f64(w, ig->sched_t[k]);
+        mbk_bytes_put_u32(w, (uint32_t)n);
+        for (int i = 0; i < n; ++i) mbk_bytes_put_i32(w, ig->sched_ids[k][i]);
     }
-    put_f64(w, mbk_system_get_next_report_time(ig->sys, mbk_state_get_time(ig->cur)));
+    mbk_bytes_put_f64(w, mbk_system_get_next_report_time(ig->sys, mbk_state_get_time(ig->cur)));
     /* the step op's own state */
     if (ig->ops.save) {
         mbk_clear_error();
@@ -139,17 +85,17 @@ static int write_payload(const mbk_integrator *ig, const void *app, size_t app_n
             return mbk_set_error(rc < 0 ? rc : MBK_EINTEGRATOR, "%s (%s): its save op failed: %s", fn,
                                  ig->ops.name, mbk_last_error());
     }
-    put_u64(w, on);
-    if (w->buf && on) {
+    mbk_bytes_put_u64(w, on);
+    dst = mbk_bytes_put_space(w, on);
+    if (dst && on) {
         size_t on2 = 0;
         mbk_clear_error();
-        if ((rc = ig->ops.save(ig->impl, ig, w->buf + w->pos, on, &on2)) != 0 || on2 != on)
+        if ((rc = ig->ops.save(ig->impl, ig, dst, on, &on2)) != 0 || on2 != on)
             return mbk_set_error(rc < 0 ? rc : MBK_EINTEGRATOR, "%s (%s): its save op failed (it asked for "
                                  "%zu bytes, wrote %zu): %s", fn, ig->ops.name, on, on2, mbk_last_error());
     }
-    w->pos += on;
-    put_u64(w, app_n);
-    put(w, app, app_n);
+    mbk_bytes_put_u64(w, app_n);
+    mbk_bytes_put(w, app, app_n);
     return MBK_OK;
 }
 
@@ -164,7 +110,7 @@ static int image(const mbk_integrator *ig, const void *app, size_t app_n, void *
                              "(or mbk_integrator_load) first", fn, ig->ops.name);
     uint64_t fp = mbk_system_get_fingerprint(ig->sys);
     if (fp == 0) return mbk_set_error(mbk_last_status(), "%s: %s", fn, mbk_last_error());
-    ck_wr w = {NULL, 0};
+    mbk_bytes_writer w = mbk_bytes_writer_make(NULL, 0);
     int rc = write_payload(ig, app, app_n, &w, fn);
     if (rc < 0) return rc;
     size_t p = w.pos;
@@ -173,9 +119,9 @@ static int image(const mbk_integrator *ig, const void *app, size_t app_n, void *
     if (capacity < *size)
         return mbk_set_error(MBK_EINVAL, "%s: capacity %zu is less than the %zu bytes the image needs; "
                              "call with buf NULL to ask the size", fn, capacity, *size);
-    w = (ck_wr){(unsigned char *)buf + CK_HEADER, 0};
+    w = mbk_bytes_writer_make((unsigned char *)buf + CK_HEADER, p);
     if ((rc = write_payload(ig, app, app_n, &w, fn)) < 0) return rc;
-    if (w.pos != p) return mbk_set_error(MBK_EINTEGRATOR, "%s: the image's size changed while it was written", fn);
+    if (w.pos != p || w.overrun) return mbk_set_error(MBK_EINTEGRATOR, "%s: the image's size changed while it was written", fn);
     size_t total = 0;
     return mbk_checkpoint_pack(MBK_CHECKPOINT_INTEGRATOR, fp, (unsigned char *)buf + CK_HEADER, p, buf,
                                capacity, &total);
@@ -211,7 +157,7 @@ int mbk_integrator_save(const mbk_integrator *ig, const char *path)
 typedef struct ck_ig {
     const unsigned char *name, *state, *w0, *fired, *op, *app, *sched;
     uint32_t name_len, nstats, nw, nsub;
-    uint64_t state_len, op_len, app_len;
+    uint64_t state_len, op_len, app_len, sched_len;
     mbk_integrator_settings set;
     bool cons_tol_given, event_tol_given, terminated;
     ig_pending pending;
@@ -223,55 +169,57 @@ typedef struct ck_ig {
 /* Parse the payload (structure only; the State image is checked when it is rebuilt). */
 static int parse(const unsigned char *p, size_t n, ck_ig *c, char *why, size_t cap)
 {
-    ck_rd r = {p, n, 0, false};
+    mbk_bytes_reader r = mbk_bytes_reader_make(p, n);
     memset(c, 0, sizeof *c);
-    c->name_len = get_u32(&r);
-    c->name = get_span(&r, c->name_len);
-    c->state_len = get_u64(&r);
-    c->state = get_span(&r, c->state_len);
+    c->name_len = mbk_bytes_get_u32(&r);
+    c->name = mbk_bytes_get_span(&r, c->name_len);
+    c->state_len = mbk_bytes_get_u64(&r);
+    c->state = mbk_bytes_get_span(&r, c->state_len);
     mbk_integrator_settings *st = &c->set;
     double *sd[] = {&st->accuracy, &st->rel_tol, &st->abs_tol, &st->constraint_tol, &st->event_tol,
                     &st->fixed_step, &st->initial_step, &st->min_step, &st->max_step};
-    for (size_t i = 0; i < sizeof sd / sizeof *sd; ++i) *sd[i] = get_f64(&r);
-    st->max_steps = (long)get_i64(&r);
-    st->use_system_jacobian = get_u8(&r);
-    st->project_error_estimate = get_u8(&r);
-    c->cons_tol_given = get_u8(&r);
-    c->event_tol_given = get_u8(&r);
-    c->terminated = get_u8(&r);
-    c->pending.any = get_u8(&r);
-    c->pending.fired = get_u8(&r);
-    c->pending.sched_due = get_u8(&r);
-    c->pending.rep_due = get_u8(&r);
-    c->last_handled = get_i32(&r);
-    c->loc_count = get_i32(&r);
-    c->t_init = get_f64(&r);
-    c->h_prev = get_f64(&r);
-    c->h_pred = get_f64(&r);
-    c->loc_target = get_f64(&r);
-    c->nstats = get_u32(&r);
-    for (uint32_t i = 0; i < c->nstats && !r.bad; ++i) {
-        int64_t v = get_i64(&r);
+    for (size_t i = 0; i < sizeof sd / sizeof *sd; ++i) *sd[i] = mbk_bytes_get_f64(&r);
+    st->max_steps = (long)mbk_bytes_get_i64(&r);
+    st->use_system_jacobian = mbk_bytes_get_u8(&r);
+    st->project_error_estimate = mbk_bytes_get_u8(&r);
+    c->cons_tol_given = mbk_bytes_get_u8(&r);
+    c->event_tol_given = mbk_bytes_get_u8(&r);
+    c->terminated = mbk_bytes_get_u8(&r);
+    c->pending.any = mbk_bytes_get_u8(&r);
+    c->pending.fired = mbk_bytes_get_u8(&r);
+    c->pending.sched_due = mbk_bytes_get_u8(&r);
+    c->pending.rep_due = mbk_bytes_get_u8(&r);
+    c->last_handled = mbk_bytes_get_i32(&r);
+    c->loc_count = mbk_bytes_get_i32(&r);
+    c->t_init = mbk_bytes_get_f64(&r);
+    c->h_prev = mbk_bytes_get_f64(&r);
+    c->h_pred = mbk_bytes_get_f64(&r);
+    c->loc_target = mbk_bytes_get_f64(&r);
+    c->nstats = mbk_bytes_get_u32(&r);
+    for (uint32_t i = 0; i < c->nstats && !r.overrun; ++i) {
+        int64_t v = mbk_bytes_get_i64(&r);
         if (i < NSTATS) c->stats[i] = (long)v;
     }
-    c->nw = get_u32(&r);
-    c->w0 = get_span(&r, (uint64_t)c->nw * sizeof(double));
-    c->fired = get_span(&r, c->nw);
-    c->nsub = get_u32(&r);
-    c->sched = r.bad ? NULL : p + r.pos;
-    for (uint32_t k = 0; k < c->nsub && !r.bad; ++k) {
-        (void)get_f64(&r);
-        uint32_t m = get_u32(&r);
-        (void)get_span(&r, (uint64_t)m * sizeof(int32_t));
+    c->nw = mbk_bytes_get_u32(&r);
+    c->w0 = mbk_bytes_get_span(&r, (uint64_t)c->nw * sizeof(double));
+    c->fired = mbk_bytes_get_span(&r, c->nw);
+    c->nsub = mbk_bytes_get_u32(&r);
+    size_t sched0 = r.pos;
+    for (uint32_t k = 0; k < c->nsub && !r.overrun; ++k) {
+        (void)mbk_bytes_get_f64(&r);
+        uint32_t m = mbk_bytes_get_u32(&r);
+        (void)mbk_bytes_get_span(&r, (uint64_t)m * sizeof(int32_t));
     }
-    c->next_report = get_f64(&r);
-    c->op_len = get_u64(&r);
-    c->op = get_span(&r, c->op_len);
-    c->app_len = get_u64(&r);
-    c->app = get_span(&r, c->app_len);
-    if (r.bad || r.pos != n)
+    c->sched = r.overrun ? NULL : p + sched0;
+    c->sched_len = r.pos - sched0;
+    c->next_report = mbk_bytes_get_f64(&r);
+    c->op_len = mbk_bytes_get_u64(&r);
+    c->op = mbk_bytes_get_span(&r, c->op_len);
+    c->app_len = mbk_bytes_get_u64(&r);
+    c->app = mbk_bytes_get_span(&r, c->app_len);
+    if (r.overrun || r.pos != n)
         return snprintf(why, cap, "the checkpoint is inconsistent: its payload has %zu bytes, its contents "
-                        "%s", n, r.bad ? "need more" : "fewer"), MBK_EPARSE;
+                        "%s", n, r.overrun ? "need more" : "fewer"), MBK_EPARSE;
     return MBK_OK;
 }
 
@@ -324,11 +272,11 @@ static int check(const mbk_integrator *ig, const ck_ig *c, mbk_state *tmp, char 
     int nsub = mbk_system_get_num_subsystems(ig->sys);
     if ((int)c->nsub != nsub)
         return snprintf(why, cap, "the checkpoint has %u subsystems, the System %d", c->nsub, nsub), MBK_ESTALE;
-    ck_rd r = {c->sched, (size_t)-1, 0, false};
+    mbk_bytes_reader r = mbk_bytes_reader_make(c->sched, (size_t)c->sched_len);
     for (int k = 0; k < nsub; ++k) {
-        (void)get_f64(&r);
-        uint32_t m = get_u32(&r);
-        (void)get_span(&r, (uint64_t)m * sizeof(int32_t));
+        (void)mbk_bytes_get_f64(&r);
+        uint32_t m = mbk_bytes_get_u32(&r);
+        (void)mbk_bytes_get_span(&r, (uint64_t)m * sizeof(int32_t));
         if (m > 0 && !mbk_system_get_subsystem_ops(ig->sys, k)->next_scheduled_event)
             return snprintf(why, cap, "the checkpoint has scheduled events of subsystem %d ('%s'), which "
                             "has none in this System", k, mbk_system_get_subsystem_name(ig->sys, k)), MBK_ESTALE;
@@ -368,17 +316,17 @@ static int apply(mbk_integrator *ig, const ck_ig *c, const mbk_state *tmp, char 
         memcpy(&ig->w0[i], c->w0 + (size_t)i * sizeof(double), sizeof(double));
         ig->fired[i] = c->fired[i] != 0;
     }
-    ck_rd r = {c->sched, (size_t)-1, 0, false};
+    mbk_bytes_reader r = mbk_bytes_reader_make(c->sched, (size_t)c->sched_len);
     for (int k = 0; k < ig->nsub; ++k) {
-        ig->sched_t[k] = get_f64(&r);
-        int m = (int)get_u32(&r);
+        ig->sched_t[k] = mbk_bytes_get_f64(&r);
+        int m = (int)mbk_bytes_get_u32(&r);
         if (m > 0) {
             int capk = ig->sched_cap[k];
             if ((rc = ig_grow_arr((void **)&ig->sched_ids[k], &capk, m, sizeof **ig->sched_ids)) < 0)
                 return snprintf(why, cap, "out of memory"), rc;
             ig->sched_cap[k] = capk;
         }
-        for (int i = 0; i < m; ++i) ig->sched_ids[k][i] = get_i32(&r);
+        for (int i = 0; i < m; ++i) ig->sched_ids[k][i] = mbk_bytes_get_i32(&r);
         ig->sched_n[k] = m;
     }
     ig->settings_changed = false;

@@ -9,7 +9,8 @@
  *   mesh       the box spheres on the bounding box of its file's vertices
  *              (mbk_urdf_mesh_bounding_box: STL or OBJ, at the mesh's origin and
  *              scale); skipped with a warning saying why when the file cannot be
- *              read (not found, not STL/OBJ, malformed) or the box is flat.
+ *              read (not found, not STL/OBJ, malformed) or the box is flat; a
+ *              skip is no failure, so it leaves mbk_last_error() as it was.
  * Shapes of links fixed to Ground add nothing (they never move). Every
  * element is named "contact:LINK". */
 #include <math.h>
@@ -70,6 +71,23 @@ static int add_box(contact_ctx *k, const mbk_transform *X_LC, const double size[
     return 0;
 }
 
+/* The bounding box of a mesh file, or MBK_E* with the reason in why. A mesh that
+   cannot be read is skipped with a warning, not a failure of the load, so the
+   thread's error record is put back as it was before the read: a successful load
+   must not leave mbk_last_error() telling of a failure. */
+static int mesh_box(const ur_ctx *c, const char *file, const double scale[3], mbk_vec3 *lo, mbk_vec3 *hi,
+                    char *why, size_t cap)
+{
+    int was = mbk_last_status();
+    char was_msg[MBK_ERROR_MAX];
+    snprintf(was_msg, sizeof was_msg, "%s", mbk_last_error());
+    int rc = mbk_urdf_mesh_bounding_box(c->path, file, scale, lo, hi);
+    if (rc == MBK_OK) return MBK_OK;
+    snprintf(why, cap, "%s", mbk_last_error());
+    mbk_set_error(was, "%s", was_msg);
+    return rc;
+}
+
 /* A mesh: the box of its vertices' bounding box, centred where they are. */
 static int add_mesh(contact_ctx *k, const mbk_transform *X_LC, const ur_collision *col, double r)
 {
@@ -80,9 +98,10 @@ static int add_mesh(contact_ctx *k, const mbk_transform *X_LC, const ur_collisio
     }
     const char *file = ur_str(c, col->mesh_file);
     mbk_vec3 lo, hi;
-    if (mbk_urdf_mesh_bounding_box(c->path, file, col->dims, &lo, &hi) != MBK_OK) {
+    char why[MBK_ERROR_MAX];
+    if (mesh_box(c, file, col->dims, &lo, &hi, why, sizeof why) != MBK_OK) {
         ur_warn(c, k->line, k->where, "the mesh takes no part in ground contact: %s; give the link a <collision> "
-                "box, cylinder or sphere to stand on", mbk_last_error());
+                "box, cylinder or sphere to stand on", why);
         return 0;
     }
     double size[3] = {hi.x - lo.x, hi.y - lo.y, hi.z - lo.z};

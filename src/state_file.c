@@ -4,7 +4,8 @@
  *
  * docs/checkpoints.md describes the format field by field. Numbers are written
  * in the writer's byte order (recorded by the byte-order mark); every
- * multi-byte field is read with memcpy, so an image needs no alignment. */
+ * multi-byte field is read with memcpy (the byte streams of
+ * src/checkpoint_bytes.c), so an image needs no alignment. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -23,57 +24,6 @@
 #include "mbk/checkpoint.h"
 #include "mbk/status.h"
 #include "state_impl.h"
-
-/* ------------------------------------------------------------------ */
-/* Byte streams                                                         */
-/* ------------------------------------------------------------------ */
-
-/* A writer that only counts while buf is NULL. */
-typedef struct ck_wr {
-    unsigned char *buf;
-    size_t pos;
-} ck_wr;
-
-static void put(ck_wr *w, const void *p, size_t n)
-{
-    if (w->buf && n) memcpy(w->buf + w->pos, p, n);
-    w->pos += n;
-}
-static void put_u32(ck_wr *w, uint32_t v) { put(w, &v, sizeof v); }
-static void put_u64(ck_wr *w, uint64_t v) { put(w, &v, sizeof v); }
-static void put_f64(ck_wr *w, double v) { put(w, &v, sizeof v); }
-
-/* A bounded reader: reading past the end sets `bad` and yields zeros. */
-typedef struct ck_rd {
-    const unsigned char *p;
-    size_t n, pos;
-    int bad;
-} ck_rd;
-
-static void get(ck_rd *r, void *out, size_t n)
-{
-    if (r->bad || n > r->n - r->pos) {
-        r->bad = 1;
-        memset(out, 0, n);
-        return;
-    }
-    memcpy(out, r->p + r->pos, n);
-    r->pos += n;
-}
-static uint32_t get_u32(ck_rd *r) { uint32_t v; get(r, &v, sizeof v); return v; }
-static uint64_t get_u64(ck_rd *r) { uint64_t v; get(r, &v, sizeof v); return v; }
-static double get_f64(ck_rd *r) { double v; get(r, &v, sizeof v); return v; }
-/* Pointer to the next n bytes (NULL and `bad` when they are not there). */
-static const unsigned char *get_span(ck_rd *r, uint64_t n)
-{
-    if (r->bad || n > r->n - r->pos) {
-        r->bad = 1;
-        return NULL;
-    }
-    const unsigned char *p = r->p + r->pos;
-    r->pos += (size_t)n;
-    return p;
-}
 
 /* ------------------------------------------------------------------ */
 /* The container                                                        */
@@ -96,14 +46,14 @@ static void kind_phrase(uint32_t kind, char *buf, size_t n)
 /* Header fields of an image at h (at least CK_HEADER bytes). */
 static void ck_write_header(unsigned char *h, uint32_t kind, uint64_t fingerprint, uint64_t payload)
 {
-    ck_wr w = {h, 0};
-    put(&w, ck_magic, sizeof ck_magic);
-    put_u32(&w, CK_BOM);
-    put_u32(&w, MBK_CHECKPOINT_VERSION);
-    put_u32(&w, kind);
-    put_u32(&w, 0);
-    put_u64(&w, fingerprint);
-    put_u64(&w, payload);
+    mbk_bytes_writer w = mbk_bytes_writer_make(h, CK_HEADER);
+    mbk_bytes_put(&w, ck_magic, sizeof ck_magic);
+    mbk_bytes_put_u32(&w, CK_BOM);
+    mbk_bytes_put_u32(&w, MBK_CHECKPOINT_VERSION);
+    mbk_bytes_put_u32(&w, kind);
+    mbk_bytes_put_u32(&w, 0);
+    mbk_bytes_put_u64(&w, fingerprint);
+    mbk_bytes_put_u64(&w, payload);
 }
 
 /* The CRC-32 of header and payload, after them. */
@@ -390,18 +340,18 @@ static int value_size(const mbk_system *sys, const mbk_state *s, int k, int i, s
     return MBK_OK;
 }
 
-/* The payload of a State image: with w->buf NULL only counts. */
-static int state_payload(const mbk_system *sys, const mbk_state *s, ck_wr *w, const char *fn)
+/* The payload of a State image (a counting writer only counts). */
+static int state_payload(const mbk_system *sys, const mbk_state *s, mbk_bytes_writer *w, const char *fn)
 {
     const st_hdr *h = st_hdr_of(s);
-    put_f64(w, h->t);
-    put_u32(w, (uint32_t)h->nsub);
+    mbk_bytes_put_f64(w, h->t);
+    mbk_bytes_put_u32(w, (uint32_t)h->nsub);
     for (int k = 0; k < h->nsub; ++k) {
         const st_sub *b = st_sub_of(s, k);
-        put_u32(w, (uint32_t)b->nq);
-        put_u32(w, (uint32_t)b->nu);
-        put_u32(w, (uint32_t)b->nz);
-        put_u32(w, (uint32_t)b->ndisc);
+        mbk_bytes_put_u32(w, (uint32_t)b->nq);
+        mbk_bytes_put_u32(w, (uint32_t)b->nu);
+        mbk_bytes_put_u32(w, (uint32_t)b->nz);
+        mbk_bytes_put_u32(w, (uint32_t)b->ndisc);
     }
     for (int k = 0; k < h->nsub; ++k) {
         for (int i = 0; i < st_sub_of(s, k)->ndisc; ++i) {
@@ -409,32 +359,32 @@ static int state_payload(const mbk_system *sys, const mbk_state *s, ck_wr *w, co
             size_t n = 0, len = strlen(d->type.name);
             int rc = value_size(sys, s, k, i, &n, fn);
             if (rc < 0) return rc;
-            put_u32(w, (uint32_t)k);
-            put_u32(w, (uint32_t)i);
-            put_u32(w, (uint32_t)d->invalidates);
-            put_u32(w, (uint32_t)d->alloc_stage);
-            put_u32(w, owns_memory(&d->type) ? ENC_SERIALIZED : ENC_BYTES);
-            put_u32(w, (uint32_t)len);
-            put(w, d->type.name, len);
-            put_u64(w, d->type.size);
-            put_u64(w, n);
+            mbk_bytes_put_u32(w, (uint32_t)k);
+            mbk_bytes_put_u32(w, (uint32_t)i);
+            mbk_bytes_put_u32(w, (uint32_t)d->invalidates);
+            mbk_bytes_put_u32(w, (uint32_t)d->alloc_stage);
+            mbk_bytes_put_u32(w, owns_memory(&d->type) ? ENC_SERIALIZED : ENC_BYTES);
+            mbk_bytes_put_u32(w, (uint32_t)len);
+            mbk_bytes_put(w, d->type.name, len);
+            mbk_bytes_put_u64(w, d->type.size);
+            mbk_bytes_put_u64(w, n);
             if (!owns_memory(&d->type)) {
-                put(w, s->block + d->off, n);
+                mbk_bytes_put(w, s->block + d->off, n);
             } else {
                 size_t n2 = 0;
-                if (w->buf && (d->type.serialize(s->block + d->off, w->buf + w->pos, n, &n2) != 0 || n2 != n)) {
+                void *dst = mbk_bytes_put_space(w, n);
+                if (dst && (d->type.serialize(s->block + d->off, dst, n, &n2) != 0 || n2 != n)) {
                     char nm[160];
                     var_name(sys, k, i, nm, sizeof nm);
                     return mbk_set_error(MBK_EUSER, "%s: the serialize op of type '%s' %s on %s "
                                          "(it asked for %zu bytes, then wrote %zu)", fn, d->type.name,
                                          n2 != n ? "changed its size" : "failed", nm, n, n2);
                 }
-                w->pos += n;
             }
         }
     }
     int ny = h->nq + h->nu + h->nz;
-    put(w, st_dbl_at(s, h->y_off), (size_t)ny * sizeof(double));
+    mbk_bytes_put(w, st_dbl_at(s, h->y_off), (size_t)ny * sizeof(double));
     return MBK_OK;
 }
 
@@ -468,7 +418,7 @@ static int state_image(const mbk_state *s, const mbk_system *sys, void *buf, siz
     }
     uint64_t fp = mbk_system_get_fingerprint(sys);
     if (fp == 0) return mbk_set_error(mbk_last_status(), "%s: %s", fn, mbk_last_error());
-    ck_wr w = {NULL, 0};
+    mbk_bytes_writer w = mbk_bytes_writer_make(NULL, 0);
     if ((rc = state_payload(sys, s, &w, fn)) < 0) return rc;
     size_t p = w.pos, total = p + CK_HEADER + CK_TRAILER;
     *size = total;
@@ -477,9 +427,9 @@ static int state_image(const mbk_state *s, const mbk_system *sys, void *buf, siz
         return mbk_set_error(MBK_EINVAL, "%s: capacity %zu is less than the %zu bytes the image "
                              "needs; call with buf NULL to ask the size", fn, capacity, total);
     unsigned char *b = buf;
-    w = (ck_wr){b + CK_HEADER, 0};
+    w = mbk_bytes_writer_make(b + CK_HEADER, p);
     if ((rc = state_payload(sys, s, &w, fn)) < 0) return rc;
-    if (w.pos != p) return mbk_set_error(MBK_EUSER, "%s: the State's serialized size changed while it was written", fn);
+    if (w.pos != p || w.overrun) return mbk_set_error(MBK_EUSER, "%s: the State's serialized size changed while it was written", fn);
     ck_write_header(b, MBK_CHECKPOINT_STATE, fp, p);
     ck_seal(b, p);
     return MBK_OK;
@@ -533,22 +483,22 @@ static void ck_state_free(ck_state *c)
 /* Parse and check the payload's structure against sys (no State touched). */
 static int parse_state(const unsigned char *p, size_t n, const mbk_system *sys, ck_state *c, char *why, size_t cap)
 {
-    ck_rd r = {p, n, 0, 0};
-    c->t = get_f64(&r);
-    c->nsub = get_u32(&r);
+    mbk_bytes_reader r = mbk_bytes_reader_make(p, n);
+    c->t = mbk_bytes_get_f64(&r);
+    c->nsub = mbk_bytes_get_u32(&r);
     uint32_t nsys = (uint32_t)mbk_system_get_num_subsystems(sys);
-    if (r.bad || c->nsub != nsys)
+    if (r.overrun || c->nsub != nsys)
         return snprintf(why, cap, "the checkpoint is inconsistent: it has %u subsystems, the System %u",
-                        c->nsub, nsys), r.bad ? MBK_EPARSE : MBK_ESTALE;
+                        c->nsub, nsys), r.overrun ? MBK_EPARSE : MBK_ESTALE;
     c->counts = mbk_calloc((size_t)c->nsub * 4 + 1, sizeof *c->counts);
     if (!c->counts) return snprintf(why, cap, "out of memory"), MBK_ENOMEM;
     uint64_t ny = 0, ndisc = 0;
     for (uint32_t k = 0; k < c->nsub; ++k) {
-        for (int j = 0; j < 4; ++j) c->counts[4 * k + j] = get_u32(&r);
+        for (int j = 0; j < 4; ++j) c->counts[4 * k + j] = mbk_bytes_get_u32(&r);
         ny += (uint64_t)c->counts[4 * k] + c->counts[4 * k + 1] + c->counts[4 * k + 2];
         ndisc += c->counts[4 * k + 3];
     }
-    if (r.bad || ndisc > n / 32 || ny > n / sizeof(double))
+    if (r.overrun || ndisc > n / 32 || ny > n / sizeof(double))
         return snprintf(why, cap, "the checkpoint is inconsistent: its counts do not fit its size"), MBK_EPARSE;
     c->ndisc = (uint32_t)ndisc;
     c->ny = (uint32_t)ny;
@@ -558,23 +508,23 @@ static int parse_state(const unsigned char *p, size_t n, const mbk_system *sys, 
     for (uint32_t k = 0; k < c->nsub; ++k)
         for (uint32_t i = 0; i < c->counts[4 * k + 3]; ++i, ++at) {
             ck_var *v = &c->vars[at];
-            v->sub = get_u32(&r);
-            v->index = get_u32(&r);
-            v->invalidates = get_u32(&r);
-            v->alloc_stage = get_u32(&r);
-            v->encoding = get_u32(&r);
-            v->name_len = get_u32(&r);
-            v->name = get_span(&r, v->name_len);
-            v->type_size = get_u64(&r);
-            v->value_len = get_u64(&r);
-            v->value = get_span(&r, v->value_len);
-            if (r.bad || v->sub != k || v->index != i || v->encoding > ENC_SERIALIZED ||
+            v->sub = mbk_bytes_get_u32(&r);
+            v->index = mbk_bytes_get_u32(&r);
+            v->invalidates = mbk_bytes_get_u32(&r);
+            v->alloc_stage = mbk_bytes_get_u32(&r);
+            v->encoding = mbk_bytes_get_u32(&r);
+            v->name_len = mbk_bytes_get_u32(&r);
+            v->name = mbk_bytes_get_span(&r, v->name_len);
+            v->type_size = mbk_bytes_get_u64(&r);
+            v->value_len = mbk_bytes_get_u64(&r);
+            v->value = mbk_bytes_get_span(&r, v->value_len);
+            if (r.overrun || v->sub != k || v->index != i || v->encoding > ENC_SERIALIZED ||
                 (v->alloc_stage != MBK_STAGE_TOPOLOGY && v->alloc_stage != MBK_STAGE_MODEL))
                 return snprintf(why, cap, "the checkpoint is inconsistent: discrete variable record %u "
                                 "is malformed", at), MBK_EPARSE;
         }
-    c->y = get_span(&r, (uint64_t)c->ny * sizeof(double));
-    if (r.bad || r.pos != n)
+    c->y = mbk_bytes_get_span(&r, (uint64_t)c->ny * sizeof(double));
+    if (r.overrun || r.pos != n)
         return snprintf(why, cap, "the checkpoint is inconsistent: its payload has %zu bytes, its "
                         "contents %zu", n, r.pos), MBK_EPARSE;
     return MBK_OK;

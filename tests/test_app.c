@@ -14,40 +14,7 @@
 #include <unistd.h>
 
 #include "mbk_test.h"
-
-static char bin[4200], dir[256], models[1024];
-
-typedef struct result {
-    int code;
-    char out[65536], err[8192];
-} result;
-
-static void slurp(const char *path, char *buf, size_t cap)
-{
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
-    buf[n] = '\0';
-    if (f) fclose(f);
-}
-
-/* Run "mbk ARGS" in the scratch directory; stdout and stderr captured apart. */
-static void run(result *r, const char *args)
-{
-    char cmd[8192];
-    /* under timeout(1) where there is one: a program that blocks (on a FIFO given
-       as the model, say) fails the test instead of hanging it (exit 124) */
-    static int have_timeout = -1;
-    if (have_timeout < 0) have_timeout = system("timeout 5 true >/dev/null 2>&1") == 0;
-    snprintf(cmd, sizeof cmd, "cd '%s' && %s'%s' %s >'%s/out.txt' 2>'%s/err.txt'", dir,
-             have_timeout ? "timeout -k 5 60 " : "", bin, args, dir, dir);
-    int st = system(cmd);
-    r->code = st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-    char path[512];
-    snprintf(path, sizeof path, "%s/out.txt", dir);
-    slurp(path, r->out, sizeof r->out);
-    snprintf(path, sizeof path, "%s/err.txt", dir);
-    slurp(path, r->err, sizeof r->err);
-}
+#include "app_runner.h"
 
 static int has(const char *s, const char *sub) { return strstr(s, sub) != NULL; }
 
@@ -71,8 +38,8 @@ static long count_lines(const char *path, char *first, size_t cap)
 
 static void expect_usage_error(const char *args, const char *message)
 {
-    result r;
-    run(&r, args);
+    app_result r;
+    app_run(&r, args);
     int ok = CHECK(r.code == 2);
     ok &= CHECK(has(r.err, message));
     ok &= CHECK(r.out[0] == '\0');
@@ -83,49 +50,38 @@ static void expect_usage_error(const char *args, const char *message)
 int main(int argc, char **argv)
 {
     (void)argc;
-    /* the program: <build>/apps/mbk, this test: <build>/tests/test_app */
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) snprintf(self, sizeof self, "%s", argv[0]);
-    else self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (slash) *slash = '\0';
-    snprintf(bin, sizeof bin, "%s/../apps/mbk", self);
-    const char *f = __FILE__, *fs = strrchr(f, '/');
-    snprintf(models, sizeof models, "%.*s/urdf", fs ? (int)(fs - f) : 1, fs ? f : ".");
-    snprintf(dir, sizeof dir, "/tmp/mbk-test-app-XXXXXX");
-    if (!CHECK(access(bin, X_OK) == 0) || !CHECK(mkdtemp(dir) != NULL)) return mbk_test_finish();
+    if (app_setup(argv[0], "app") != 0) return mbk_test_finish();
 
-    result r;
+    app_result r;
     char args[2048], path[512], first[4096];
 
     /* the README's first command: no model, default outputs in mbk-out/ */
-    run(&r, "run --t-final 0.2");
+    app_run(&r, "run --t-final 0.2");
     CHECK(r.code == 0);
     CHECK(has(r.out, "simulated builtin:chain:5") && has(r.out, "5-link 3-D pendulum"));
     CHECK(has(r.out, "nq = 5, nu = 5") && has(r.out, "RK-Merson") && has(r.out, "steps"));
     CHECK(has(r.out, "energy") && has(r.out, "drift") && has(r.out, "wall time") && has(r.out, "real-time factor"));
     CHECK(r.err[0] == '\0'); /* no progress line when stderr is not a terminal */
-    snprintf(path, sizeof path, "%s/mbk-out/trajectory.csv", dir);
+    snprintf(path, sizeof path, "%s/mbk-out/trajectory.csv", app_dir);
     CHECK(count_lines(path, first, sizeof first) == 1002); /* header + t = 0, 0.0002, ..., 0.2 */
     CHECK(!strcmp(first, "t,q0,q1,q2,q3,q4,u0,u1,u2,u3,u4,energy,kinetic,potential"));
-    snprintf(path, sizeof path, "%s/mbk-out/plot.svg", dir);
+    snprintf(path, sizeof path, "%s/mbk-out/plot.svg", app_dir);
     {
         static char svg[1 << 20];
-        slurp(path, svg, sizeof svg);
+        app_slurp(path, svg, sizeof svg);
         CHECK(has(svg, "<svg") && has(svg, "</svg>") && has(svg, "<polyline") && has(svg, "q4"));
     }
     if (r.code) fprintf(stderr, "  stdout: %s\n  stderr: %s\n", r.out, r.err);
 
     /* outputs where asked, fixed-step RK4, gravity and initial conditions by joint name */
-    run(&r, "run builtin:chain:3 --t-final 0.5 --integrator rk4 --step 0.01 --interval 0.1 --gravity 0,0,-1.62 "
-            "--q0 joint1=0.4,joint3=-0.2 --u0 0,1,0 --output out/a.csv --plot out/a.svg");
+    app_run(&r, "run builtin:chain:3 --t-final 0.5 --integrator rk4 --step 0.01 --interval 0.1 --gravity 0,0,-1.62 "
+                "--q0 joint1=0.4,joint3=-0.2 --u0 0,1,0 --output out/a.csv --plot out/a.svg");
     CHECK(r.code == 0 && has(r.out, "RK4"));
-    snprintf(path, sizeof path, "%s/out/a.csv", dir);
+    snprintf(path, sizeof path, "%s/out/a.csv", app_dir);
     CHECK(count_lines(path, first, sizeof first) == 7);
     {
         char csv[4096];
-        slurp(path, csv, sizeof csv);
+        app_slurp(path, csv, sizeof csv);
         CHECK(has(csv, "\n0,0.4,0.6,-0.2,0,1,0,")); /* t = 0: q (joint2 keeps its default 0.6), then u */
     }
     if (r.code) fprintf(stderr, "  stdout: %s\n  stderr: %s\n", r.out, r.err);
@@ -134,41 +90,41 @@ int main(int argc, char **argv)
                                                  {"cvode-adams", "CVODE Adams"}, {"ida", "IDA"}};
     for (size_t i = 0; i < sizeof integrators / sizeof *integrators; ++i) {
         snprintf(args, sizeof args, "run --t-final 0.1 --integrator %s --output none --plot none", integrators[i][0]);
-        run(&r, args);
+        app_run(&r, args);
         if (!CHECK(r.code == 0 && has(r.out, integrators[i][1])))
             fprintf(stderr, "  %s: %d\n  stdout: %s\n  stderr: %s\n", integrators[i][0], r.code, r.out, r.err);
     }
-    run(&r, "run builtin:chain:2 --t-final 0.1 --output none --plot none");
+    app_run(&r, "run builtin:chain:2 --t-final 0.1 --output none --plot none");
     CHECK(r.code == 0 && !has(r.out, "trajectory ") && !has(r.out, "plot "));
 
     /* constraints, quaternions and URDF models */
-    run(&r, "run builtin:fourbar --t-final 0.5 --output none --plot none");
+    app_run(&r, "run builtin:fourbar --t-final 0.5 --output none --plot none");
     CHECK(r.code == 0 && has(r.out, "1 constraint"));
-    run(&r, "run builtin:tree:3 --t-final 0.2 --output none --plot none");
+    app_run(&r, "run builtin:tree:3 --t-final 0.2 --output none --plot none");
     CHECK(r.code == 0 && has(r.out, "nq = 28, nu = 21"));
-    snprintf(args, sizeof args, "run '%s/arm7.urdf' --t-final 0.2 --q0 j2=0.5,j4=0.05 --output none --plot none", models);
-    run(&r, args);
+    snprintf(args, sizeof args, "run '%s/arm7.urdf' --t-final 0.2 --q0 j2=0.5,j4=0.05 --output none --plot none", app_models);
+    app_run(&r, args);
     CHECK(r.code == 0 && has(r.out, "URDF robot 'arm7'") && has(r.out, "not conserved"));
     snprintf(args, sizeof args, "run '%s/floating_limbs.urdf' --t-final 0.1 --q0 root=1:0:0:0:0:0:2 --output none --plot none",
-             models);
-    run(&r, args);
+             app_models);
+    app_run(&r, args);
     CHECK(r.code == 0 && has(r.out, "nq = 15, nu = 14"));
     if (r.code) fprintf(stderr, "  stdout: %s\n  stderr: %s\n", r.out, r.err);
 
     /* info and bench */
-    run(&r, "info builtin:chain:3");
+    app_run(&r, "info builtin:chain:3");
     CHECK(r.code == 0 && has(r.out, "3 plus Ground") && has(r.out, "nq = 3, nu = 3") && has(r.out, "link3"));
     CHECK(has(r.out, "`-- link1 [joint1: pin (y)] q0, 1 kg"));
-    snprintf(args, sizeof args, "info '%s/double_pendulum.urdf'", models);
-    run(&r, args);
+    snprintf(args, sizeof args, "info '%s/double_pendulum.urdf'", app_models);
+    app_run(&r, args);
     CHECK(r.code == 0 && has(r.out, "world") && has(r.out, "lower [elbow: continuous] q1, 0.8 kg"));
-    run(&r, "info builtin:tree:9");
+    app_run(&r, "info builtin:tree:9");
     CHECK(r.code == 0 && has(r.out, "mbk info --all"));
-    run(&r, "bench builtin:chain:3 --time 0.01");
+    app_run(&r, "bench builtin:chain:3 --time 0.01");
     CHECK(r.code == 0 && has(r.out, "M^-1 v") && has(r.out, "calls/s"));
 
     /* help and version */
-    run(&r, "--help");
+    app_run(&r, "--help");
     CHECK(r.code == 0);
     static const char *const documented[] = {"--t-final", "--integrator", "--accuracy", "--step", "--gravity",
                                              "--q0", "--u0", "--output", "--plot", "--interval", "--quiet",
@@ -180,8 +136,8 @@ int main(int argc, char **argv)
     {
         static char doc[1 << 17];
         char docpath[1200];
-        snprintf(docpath, sizeof docpath, "%s/../../docs/cli.md", models); /* models: tests/urdf */
-        slurp(docpath, doc, sizeof doc);
+        snprintf(docpath, sizeof docpath, "%s/../../docs/cli.md", app_models); /* app_models: tests/urdf */
+        app_slurp(docpath, doc, sizeof doc);
         CHECK(has(doc, "## Exit status"));
         for (int code = 0; code <= 4; ++code) {
             char row[16];
@@ -204,13 +160,13 @@ int main(int argc, char **argv)
         }
         CHECK(options >= 20);
     }
-    run(&r, "run --help");
+    app_run(&r, "run --help");
     CHECK(r.code == 0 && has(r.out, "usage: mbk run"));
-    run(&r, "version");
+    app_run(&r, "version");
     CHECK(r.code == 0 && has(r.out, "mbk "));
 
     /* bad usage: exit 2, a message on stderr, nothing on stdout */
-    run(&r, "");
+    app_run(&r, "");
     CHECK(r.code == 2 && has(r.err, "usage:"));
     expect_usage_error("frobnicate", "unknown command 'frobnicate'");
     expect_usage_error("run --bogus", "unknown option '--bogus'");
@@ -228,7 +184,7 @@ int main(int argc, char **argv)
     expect_usage_error("run --q0 1,x,3,4,5", "--q0: value 2 ('x') is not a number");
     expect_usage_error("run --q0 joint2=nan", "joint 'joint2': value 1 ('nan') is not a finite number");
     expect_usage_error("run --gravity 0,0,nan", "--gravity: value 3 ('nan') is not a finite number");
-    run(&r, "run --q0 1,2,nan,4,5");
+    app_run(&r, "run --q0 1,2,nan,4,5");
     CHECK(!has(r.err, "needs 5"));
     /* settings the library's advice names have program flags */
     expect_usage_error("run --max-steps 0", "--max-steps needs a whole number");
@@ -243,88 +199,83 @@ int main(int argc, char **argv)
     expect_usage_error("bench --time 0", "--time must be in (0, 60]");
 
     /* failures: exit 1 with the reason */
-    run(&r, "run no/such/model.urdf");
+    app_run(&r, "run no/such/model.urdf");
     CHECK(r.code == 3 && has(r.err, "no/such/model.urdf") && has(r.err, "cannot open"));
-    snprintf(path, sizeof path, "%s/bad.urdf", dir);
+    snprintf(path, sizeof path, "%s/bad.urdf", app_dir);
     FILE *fb = fopen(path, "w");
     if (fb) {
         fputs("<robot name=\"bad\">\n  <link name=\"a\"/>\n  <joint name=\"j\" type=\"hinge\"/>\n</robot>\n", fb);
         fclose(fb);
     }
-    run(&r, "info bad.urdf");
+    app_run(&r, "info bad.urdf");
     CHECK(r.code == 3 && has(r.err, "bad.urdf:3: <joint name=\"j\">: unknown joint type 'hinge'"));
     /* a model path that is not a regular file: refused at once (a FIFO used to block forever) */
-    snprintf(path, sizeof path, "%s/pipe.urdf", dir);
+    snprintf(path, sizeof path, "%s/pipe.urdf", app_dir);
     if (CHECK(mkfifo(path, 0600) == 0)) {
-        run(&r, "run pipe.urdf --t-final 0.1 --output none --plot none");
+        app_run(&r, "run pipe.urdf --t-final 0.1 --output none --plot none");
         if (!CHECK(r.code == 3 && has(r.err, "pipe.urdf") && has(r.err, "it is a FIFO") &&
                    has(r.err, "expected a regular file")))
             fprintf(stderr, "  run pipe.urdf -> %d\n  stderr: %s\n", r.code, r.err);
-        run(&r, "info pipe.urdf");
+        app_run(&r, "info pipe.urdf");
         CHECK(r.code == 3 && has(r.err, "it is a FIFO"));
     }
-    run(&r, "run . --t-final 0.1 --output none --plot none");
+    app_run(&r, "run . --t-final 0.1 --output none --plot none");
     CHECK(r.code == 3 && has(r.err, "it is a directory") && !has(r.err, "read error"));
-    run(&r, "run missing.urdf --t-final 0.1 --output none --plot none");
+    app_run(&r, "run missing.urdf --t-final 0.1 --output none --plot none");
     CHECK(r.code == 3 && has(r.err, "missing.urdf") && has(r.err, "no such file"));
     /* a robot with nothing to move still runs */
-    snprintf(path, sizeof path, "%s/fixed.urdf", dir);
+    snprintf(path, sizeof path, "%s/fixed.urdf", app_dir);
     fb = fopen(path, "w");
     if (fb) {
         fputs("<robot name=\"statue\"><link name=\"base\"/></robot>\n", fb);
         fclose(fb);
     }
-    run(&r, "run fixed.urdf --t-final 0.1 --output none --plot none");
+    app_run(&r, "run fixed.urdf --t-final 0.1 --output none --plot none");
     CHECK(r.code == 0 && has(r.out, "nq = 0, nu = 0") && has(r.out, "no state variables"));
-    run(&r, "info bad.urdf");
+    app_run(&r, "info bad.urdf");
     CHECK(r.code == 3 && has(r.err, "bad.urdf:3: <joint name=\"j\">: unknown joint type 'hinge'"));
     /* the step limit: the library names mbk_integrator_set_max_steps, the program its own flag */
-    run(&r, "run --t-final 1 --interval 1 --max-steps 2 --output none --plot none");
+    app_run(&r, "run --t-final 1 --interval 1 --max-steps 2 --output none --plot none");
     if (!CHECK(r.code == 1 && has(r.err, "took 2 steps") && has(r.err, "mbk: hint:") && has(r.err, "--max-steps N")))
         fprintf(stderr, "  --max-steps 2 -> %d\n  stderr: %s\n", r.code, r.err);
-    run(&r, "run --t-final 1 --interval 1 --max-steps 1000000 --output none --plot none");
+    app_run(&r, "run --t-final 1 --interval 1 --max-steps 1000000 --output none --plot none");
     CHECK(r.code == 0);
     /* the URDF size limit likewise */
-    snprintf(args, sizeof args, "info '%s/arm7.urdf' --max-urdf-bytes 100", models);
-    run(&r, args);
+    snprintf(args, sizeof args, "info '%s/arm7.urdf' --max-urdf-bytes 100", app_models);
+    app_run(&r, args);
     if (!CHECK(r.code == 3 && has(r.err, "larger than the limit of 100 bytes") && has(r.err, "--max-urdf-bytes N")))
         fprintf(stderr, "  --max-urdf-bytes 100 -> %d\n  stderr: %s\n", r.code, r.err);
-    snprintf(args, sizeof args, "info '%s/arm7.urdf' --max-urdf-bytes 100000", models);
-    run(&r, args);
+    snprintf(args, sizeof args, "info '%s/arm7.urdf' --max-urdf-bytes 100000", app_models);
+    app_run(&r, args);
     CHECK(r.code == 0);
     /* 1: the simulation failed -- and stays 1 when the outputs cannot be written either
        (the first failure decides); what was simulated is still written */
-    run(&r, "run --t-final 1 --interval 0.5 --max-steps 2 --output out/partial.csv --plot none");
+    app_run(&r, "run --t-final 1 --interval 0.5 --max-steps 2 --output out/partial.csv --plot none");
     CHECK(r.code == 1 && has(r.out, "simulation stopped early") && has(r.err, "the simulation failed at t ="));
-    snprintf(path, sizeof path, "%s/out/partial.csv", dir);
+    snprintf(path, sizeof path, "%s/out/partial.csv", app_dir);
     CHECK(count_lines(path, first, sizeof first) == 2); /* header + t = 0 */
-    run(&r, "run --t-final 1 --interval 1 --max-steps 2 --output /nonexistent-dir/x/y.csv --plot none");
+    app_run(&r, "run --t-final 1 --interval 1 --max-steps 2 --output /nonexistent-dir/x/y.csv --plot none");
     CHECK(r.code == 1 && has(r.err, "cannot write /nonexistent-dir/x/y.csv"));
     /* 3 for every way a model fails to load, on each command */
     static const char *const cmds[] = {"run", "info", "bench"};
     for (int c = 0; c < 3; ++c) {
         snprintf(args, sizeof args, "%s missing.urdf --output none --plot none", cmds[c]);
         if (c) snprintf(args, sizeof args, "%s missing.urdf", cmds[c]);
-        run(&r, args);
+        app_run(&r, args);
         if (!CHECK(r.code == 3 && has(r.err, "no such file")))
             fprintf(stderr, "  mbk %s -> %d\n  stderr: %s\n", args, r.code, r.err);
     }
     /* 4: standard output that cannot be written */
     if (access("/dev/full", W_OK) == 0) {
-        char cmd[8192];
-        snprintf(cmd, sizeof cmd, "cd '%s' && '%s' info builtin:chain:3 >/dev/full 2>'%s/err.txt'", dir, bin, dir);
-        int st = system(cmd);
-        int code = st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-        snprintf(path, sizeof path, "%s/err.txt", dir);
-        slurp(path, r.err, sizeof r.err);
+        int code = app_wait(app_start("info builtin:chain:3", "/dev/full", "err.txt"));
+        app_slurp("err.txt", r.err, sizeof r.err);
         if (!CHECK(code == 4 && has(r.err, "cannot write to standard output")))
             fprintf(stderr, "  info >/dev/full -> %d\n  stderr: %s\n", code, r.err);
     }
     /* 4: an output file that cannot be written (the run itself succeeded) */
-    run(&r, "run builtin:chain:2 --t-final 0.1 --output /nonexistent-dir/x/y.csv --plot none");
+    app_run(&r, "run builtin:chain:2 --t-final 0.1 --output /nonexistent-dir/x/y.csv --plot none");
     CHECK(r.code == 4 && has(r.err, "cannot write /nonexistent-dir/x/y.csv"));
 
-    snprintf(args, sizeof args, "rm -rf '%s'", dir);
-    if (system(args) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    app_cleanup();
     return mbk_test_finish();
 }

@@ -21,8 +21,7 @@
 #include <unistd.h>
 
 #include "mbk_test.h"
-
-static char bin[4200], dir[256];
+#include "app_runner.h"
 
 static int has(const char *s, const char *sub) { return strstr(s, sub) != NULL; }
 
@@ -32,80 +31,33 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-/* Start "mbk ARGS..." in the scratch directory, stdout and stderr to files. */
-static pid_t spawn(const char *const *args, const char *out, const char *err)
-{
-    pid_t pid = fork();
-    if (pid != 0) return pid;
-    if (chdir(dir) != 0) _exit(127);
-    int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fo < 0 || fe < 0) _exit(127);
-    dup2(fo, 1);
-    dup2(fe, 2);
-    char *argv[32];
-    int n = 0;
-    argv[n++] = bin;
-    for (int i = 0; args[i] && n < 31; ++i) argv[n++] = (char *)args[i];
-    argv[n] = NULL;
-    execv(bin, argv);
-    _exit(127);
-}
-
-typedef struct result {
-    int code;       /* exit status, or 128 + signal */
-    char out[16384], err[8192];
-} result;
-
-static void slurp(const char *name, char *buf, size_t cap)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
-    buf[n] = '\0';
-    if (f) fclose(f);
-}
-
-static int status_of(int st) { return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1; }
-
-/* Run to completion. */
-static void run(result *r, const char *const *args)
-{
-    int st = 0;
-    waitpid(spawn(args, "out.txt", "err.txt"), &st, 0);
-    r->code = status_of(st);
-    slurp("out.txt", r->out, sizeof r->out);
-    slurp("err.txt", r->err, sizeof r->err);
-}
-
 static bool exists(const char *name)
 {
     char path[512];
     struct stat st;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(path, sizeof path, "%s/%s", app_dir, name);
     return stat(path, &st) == 0;
 }
 
 /* Start a run, wait until `file` exists, then SIGKILL it `delay_ms` later. Returns the
    run's status (128 + 9 when it was killed). */
-static int run_and_kill(const char *const *args, const char *file, long delay_ms)
+static int run_and_kill(const char *args, const char *file, long delay_ms)
 {
-    pid_t pid = spawn(args, "out.txt", "err.txt");
+    pid_t pid = app_start(args, "out.txt", "err.txt");
     int st = 0;
     for (int i = 0; i < 120000 && !exists(file); ++i) {
-        if (waitpid(pid, &st, WNOHANG) == pid) return status_of(st);
+        if (waitpid(pid, &st, WNOHANG) == pid) return app_status(st);
         sleep_ms(1);
     }
     sleep_ms(delay_ms);
     kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-    return status_of(st);
+    return app_wait(pid);
 }
 
 static char *read_all(const char *name, size_t *n)
 {
     char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(path, sizeof path, "%s/%s", app_dir, name);
     FILE *f = fopen(path, "rb");
     if (!f) return *n = 0, NULL;
     fseek(f, 0, SEEK_END);
@@ -139,32 +91,28 @@ static int same_files(const char *a, const char *b)
     return same;
 }
 
-#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
-
 static void test_kill_and_resume(void)
 {
-    result r;
+    app_result r;
     /* an uninterrupted run: a tree of ball joints (quaternions), the default integrator */
-    run(&r, ARGS("run", "builtin:tree:5", "--t-final", "10", "--accuracy", "1e-9", "--output", "ref.csv", "--plot",
-                 "none", "--quiet"));
+    app_run(&r, "run builtin:tree:5 --t-final 10 --accuracy 1e-9 --output ref.csv --plot none --quiet");
     CHECK_INT(r.code, 0);
     /* the same, checkpointing every 0.5 s, killed at random moments after its first checkpoint */
     srand((unsigned)time(NULL));
     long d1 = rand() % 40;
-    int k1 = run_and_kill(ARGS("run", "builtin:tree:5", "--t-final", "10", "--accuracy", "1e-9", "--output", "ck.csv",
-                               "--plot", "none", "--quiet", "--checkpoint", "ck.mbkrun", "--checkpoint-every", "0.5"),
+    int k1 = run_and_kill("run builtin:tree:5 --t-final 10 --accuracy 1e-9 --output ck.csv --plot none --quiet "
+                          "--checkpoint ck.mbkrun --checkpoint-every 0.5",
                           "ck.mbkrun", d1);
     if (!CHECK(k1 == 128 + SIGKILL)) fprintf(stderr, "  the first run ended with %d before it was killed\n", k1);
     /* resumed, killed again mid-way, resumed to the end */
-    const char *const *resume = ARGS("run", "builtin:tree:5", "--resume", "ck.mbkrun", "--t-final", "10", "--output",
-                                     "ck.csv", "--plot", "none", "--quiet", "--checkpoint", "ck.mbkrun",
-                                     "--checkpoint-every", "0.5");
+    const char *resume = "run builtin:tree:5 --resume ck.mbkrun --t-final 10 --output ck.csv --plot none --quiet "
+                         "--checkpoint ck.mbkrun --checkpoint-every 0.5";
     long d2 = 100 + rand() % 400;
     int k2 = run_and_kill(resume, "ck.mbkrun", d2);
     CHECK(k2 == 128 + SIGKILL || k2 == 0);
     int resumes = 1;
     if (k2 != 0) {
-        run(&r, resume);
+        app_run(&r, resume);
         resumes = 2;
         CHECK_INT(r.code, 0);
         CHECK(has(r.out, "resumed      from ck.mbkrun at t = "));
@@ -181,89 +129,82 @@ static void test_kill_and_resume(void)
 
 static void test_continue_finished_run(void)
 {
-    result r;
+    app_result r;
     /* four-bar (a constraint loop): 1 s with a checkpoint at the end, continued to 2 s */
-    run(&r, ARGS("run", "builtin:fourbar", "--t-final", "2", "--interval", "0.01", "--output", "fb-ref.csv", "--plot",
-                 "none"));
+    app_run(&r, "run builtin:fourbar --t-final 2 --interval 0.01 --output fb-ref.csv --plot none");
     CHECK_INT(r.code, 0);
-    run(&r, ARGS("run", "builtin:fourbar", "--t-final", "1", "--interval", "0.01", "--output", "fb.csv", "--plot",
-                 "none", "--checkpoint", "fb.mbkrun"));
+    app_run(&r, "run builtin:fourbar --t-final 1 --interval 0.01 --output fb.csv --plot none --checkpoint fb.mbkrun");
     CHECK(r.code == 0 && has(r.out, "checkpoint   fb.mbkrun (1 written, the last at t = 1 s)"));
-    run(&r, ARGS("run", "builtin:fourbar", "--resume", "fb.mbkrun", "--t-final", "2", "--output", "fb.csv", "--plot",
-                 "fb.svg"));
+    app_run(&r, "run builtin:fourbar --resume fb.mbkrun --t-final 2 --output fb.csv --plot fb.svg");
     CHECK(r.code == 0 && has(r.out, "resumed      from fb.mbkrun at t = 1 s") && has(r.out, "201 rows"));
     if (r.code) fprintf(stderr, "  stdout: %s\n  stderr: %s\n", r.out, r.err);
     CHECK(same_files("fb-ref.csv", "fb.csv"));
     /* CVODE continues from where it stopped (not bitwise: it restarts its history) */
-    run(&r, ARGS("run", "builtin:chain:3", "--t-final", "1", "--integrator", "cvode-bdf", "--output", "cv.csv", "--plot",
-                 "none", "--checkpoint", "cv.mbkrun"));
+    app_run(&r, "run builtin:chain:3 --t-final 1 --integrator cvode-bdf --output cv.csv --plot none "
+                "--checkpoint cv.mbkrun");
     CHECK_INT(r.code, 0);
-    run(&r, ARGS("run", "builtin:chain:3", "--resume", "cv.mbkrun", "--t-final", "2", "--output", "cv.csv", "--plot",
-                 "none"));
+    app_run(&r, "run builtin:chain:3 --resume cv.mbkrun --t-final 2 --output cv.csv --plot none");
     CHECK(r.code == 0 && has(r.out, "CVODE BDF") && has(r.out, "2001 rows"));
     if (r.code) fprintf(stderr, "  stdout: %s\n  stderr: %s\n", r.out, r.err);
     printf("  a finished run continued: four-bar equal to one run straight to 2 s; CVODE BDF continued\n");
 }
 
-static void expect(const char *const *args, int code, const char *message)
+static void expect(const char *args, int code, const char *message)
 {
-    result r;
-    run(&r, args);
+    app_result r;
+    app_run(&r, args);
     int c1 = CHECK(r.code == code), c2 = CHECK(has(r.err, message));
     if (!c1 || !c2)
-        fprintf(stderr, "  %s %s ... -> %d\n  stderr: %s\n", args[0], args[1], r.code, r.err);
+        fprintf(stderr, "  mbk %s -> %d\n  stderr: %s\n", args, r.code, r.err);
 }
 
 static void test_refusals(void)
 {
     /* bad usage */
-    expect(ARGS("run", "--resume", "fb.mbkrun", "--q0", "1,2,3"), 2, "--q0 cannot be combined with --resume");
-    expect(ARGS("run", "--resume", "fb.mbkrun", "--integrator", "rk4"), 2, "--integrator cannot be combined");
-    expect(ARGS("run", "--checkpoint-every", "1"), 2, "--checkpoint-every needs --checkpoint");
-    expect(ARGS("run", "--checkpoint"), 2, "--checkpoint needs a file name");
-    expect(ARGS("run", "builtin:fourbar", "--resume", "fb.mbkrun", "--t-final", "0.5", "--output", "none"), 2,
+    expect("run --resume fb.mbkrun --q0 1,2,3", 2, "--q0 cannot be combined with --resume");
+    expect("run --resume fb.mbkrun --integrator rk4", 2, "--integrator cannot be combined");
+    expect("run --checkpoint-every 1", 2, "--checkpoint-every needs --checkpoint");
+    expect("run --checkpoint", 2, "--checkpoint needs a file name");
+    expect("run builtin:fourbar --resume fb.mbkrun --t-final 0.5 --output none", 2,
            "give a --t-final after it");
     /* refused checkpoints */
     FILE *f;
     char path[512];
-    snprintf(path, sizeof path, "%s/garbage.mbkrun", dir);
+    snprintf(path, sizeof path, "%s/garbage.mbkrun", app_dir);
     f = fopen(path, "w");
     if (f) {
         fputs("this is not a checkpoint at all, just some text that is long enough\n", f);
         fclose(f);
     }
-    expect(ARGS("run", "--resume", "garbage.mbkrun", "--output", "none", "--plot", "none"), 3, "not an mbk checkpoint");
-    expect(ARGS("run", "--resume", "missing.mbkrun", "--output", "none", "--plot", "none"), 3, "No such file");
-    expect(ARGS("run", "builtin:chain:3", "--resume", "fb.mbkrun", "--t-final", "3", "--output", "none", "--plot",
-                "none"),
+    expect("run --resume garbage.mbkrun --output none --plot none", 3, "not an mbk checkpoint");
+    expect("run --resume missing.mbkrun --output none --plot none", 3, "No such file");
+    expect("run builtin:chain:3 --resume fb.mbkrun --t-final 3 --output none --plot none",
            3, "another System");
     size_t n = 0;
     char *img = read_all("fb.mbkrun", &n);
     if (img && n > 100) {
         img[n / 2] ^= 0x20;
-        snprintf(path, sizeof path, "%s/flipped.mbkrun", dir);
+        snprintf(path, sizeof path, "%s/flipped.mbkrun", app_dir);
         f = fopen(path, "wb");
         if (f) {
             fwrite(img, 1, n, f);
             fclose(f);
         }
-        expect(ARGS("run", "builtin:fourbar", "--resume", "flipped.mbkrun", "--t-final", "3", "--output", "none", "--plot",
-                    "none"),
+        expect("run builtin:fourbar --resume flipped.mbkrun --t-final 3 --output none --plot none",
                3, "checksum");
     }
     free(img);
     /* a trajectory that does not continue the checkpoint's run */
-    snprintf(path, sizeof path, "%s/short.csv", dir);
+    snprintf(path, sizeof path, "%s/short.csv", app_dir);
     f = fopen(path, "w");
     if (f) {
         fputs("t,q0,q1,q2,u0,u1,u2,energy,kinetic,potential\n0,0,0,0,0,0,0,0,0,0\n", f);
         fclose(f);
     }
-    expect(ARGS("run", "builtin:fourbar", "--resume", "fb.mbkrun", "--t-final", "3", "--output", "short.csv", "--plot",
-                "none"),
+    expect("run builtin:fourbar --resume fb.mbkrun --t-final 3 --output short.csv --plot none",
            3, "cannot be continued");
     /* a directory is not a checkpoint file */
-    expect(ARGS("run", "builtin:fourbar", "--t-final", "0.1", "--output", "none", "--plot", "none", "--checkpoint", "."), 4,
+    expect("run builtin:fourbar --t-final 0.1 --output none --plot none --checkpoint .", 4,
            "directory");
     printf("  usage errors (exit 2), refused checkpoints (exit 3) and unwritable ones (exit 4) say why\n");
 }
@@ -271,20 +212,10 @@ static void test_refusals(void)
 int main(int argc, char **argv)
 {
     (void)argc;
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) snprintf(self, sizeof self, "%s", argv[0]);
-    else self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (slash) *slash = '\0';
-    snprintf(bin, sizeof bin, "%s/../apps/mbk", self);
-    snprintf(dir, sizeof dir, "/tmp/mbk-test-app-checkpoint-XXXXXX");
-    if (!CHECK(access(bin, X_OK) == 0) || !CHECK(mkdtemp(dir) != NULL)) return mbk_test_finish();
+    if (app_setup(argv[0], "app-checkpoint") != 0) return mbk_test_finish();
     test_kill_and_resume();
     test_continue_finished_run();
     test_refusals();
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    app_cleanup();
     return mbk_test_finish();
 }

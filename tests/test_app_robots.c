@@ -13,39 +13,11 @@
 #include <unistd.h>
 
 #include "mbk_test.h"
-
-static char bin[4200], dir[256], models[1024];
-
-typedef struct result {
-    int code;
-    char out[65536], err[65536];
-} result;
-
-static void slurp(const char *path, char *buf, size_t cap)
-{
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
-    buf[n] = '\0';
-    if (f) fclose(f);
-}
-
-/* Run "mbk ARGS" in the scratch directory; stdout and stderr captured apart. */
-static void run(result *r, const char *args)
-{
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >'%s/out.txt' 2>'%s/err.txt'", dir, bin, args, dir, dir);
-    int st = system(cmd);
-    r->code = st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-    char path[512];
-    snprintf(path, sizeof path, "%s/out.txt", dir);
-    slurp(path, r->out, sizeof r->out);
-    snprintf(path, sizeof path, "%s/err.txt", dir);
-    slurp(path, r->err, sizeof r->err);
-}
+#include "app_runner.h"
 
 static int has(const char *s, const char *sub) { return strstr(s, sub) != NULL; }
 
-static void show(const char *args, const result *r)
+static void show(const char *args, const app_result *r)
 {
     fprintf(stderr, "  mbk %s -> %d\n  stdout: %s\n  stderr: %s\n", args, r->code, r->out, r->err);
 }
@@ -53,7 +25,7 @@ static void show(const char *args, const result *r)
 static void write_file(const char *name, const char *text)
 {
     char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(path, sizeof path, "%s/%s", app_dir, name);
     FILE *f = fopen(path, "w");
     if (CHECK(f != NULL)) {
         fputs(text, f);
@@ -114,27 +86,17 @@ static void write_five(void)
 int main(int argc, char **argv)
 {
     (void)argc;
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) snprintf(self, sizeof self, "%s", argv[0]);
-    else self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (slash) *slash = '\0';
-    snprintf(bin, sizeof bin, "%s/../apps/mbk", self);
-    const char *f = __FILE__, *fs = strrchr(f, '/');
-    snprintf(models, sizeof models, "%.*s/urdf", fs ? (int)(fs - f) : 1, fs ? f : ".");
-    snprintf(dir, sizeof dir, "/tmp/mbk-test-app-robots-XXXXXX");
-    if (!CHECK(access(bin, X_OK) == 0) || !CHECK(mkdtemp(dir) != NULL)) return mbk_test_finish();
+    if (app_setup(argv[0], "app-robots") != 0) return mbk_test_finish();
     write_five();
 
-    result r;
+    app_result r;
     char args[2048], path[512];
     double v[64];
     const char *quiet_out = "--t-final 0.2 --output none --plot none";
 
     /* warnings: a count and the first three; all with --verbose; none with --quiet */
     snprintf(args, sizeof args, "run five.urdf %s", quiet_out);
-    run(&r, args);
+    app_run(&r, args);
     if (!CHECK(r.code == 0) | !CHECK(has(r.err, "mbk: the model loaded with 6 warnings (--verbose shows all")) |
         !CHECK(has(r.err, "five.urdf:3: <inertia> in <link name=\"l0\">: the principal moments 1, 1, 2.1 break")) |
         !CHECK(has(r.err, "five.urdf:4: <joint name=\"j0\">: friction is ignored, here and on 4 more joints")) |
@@ -142,56 +104,56 @@ int main(int argc, char **argv)
         !CHECK(!has(r.err, "<link name=\"l4\">")) | !CHECK(has(r.err, "--balance-inertia")))
         show(args, &r);
     snprintf(args, sizeof args, "run five.urdf %s --verbose", quiet_out);
-    run(&r, args);
+    app_run(&r, args);
     if (!CHECK(r.code == 0) | !CHECK(has(r.err, "6 warnings:")) |
         !CHECK(has(r.err, "five.urdf:11: <inertia> in <link name=\"l4\">: the principal moments 1, 1, 2.5")) |
         !CHECK(has(r.err, "short by 20% of the largest")) | !CHECK(!has(r.err, "  ... and")))
         show(args, &r);
     snprintf(args, sizeof args, "run five.urdf %s --quiet", quiet_out);
-    run(&r, args);
+    app_run(&r, args);
     if (!CHECK(r.code == 0 && r.err[0] == '\0')) show(args, &r);
-    run(&r, "info five.urdf");
+    app_run(&r, "info five.urdf");
     CHECK(r.code == 0 && has(r.err, "6 warnings") && has(r.out, "l4 [j4: revolute]"));
-    run(&r, "info five.urdf --quiet");
+    app_run(&r, "info five.urdf --quiet");
     CHECK(r.code == 0 && r.err[0] == '\0');
-    run(&r, "info five.urdf --balance-inertia --friction --quiet");
+    app_run(&r, "info five.urdf --balance-inertia --friction --quiet");
     CHECK(r.code == 0 && r.err[0] == '\0');
-    run(&r, "info five.urdf --balance-inertia --friction");
+    app_run(&r, "info five.urdf --balance-inertia --friction");
     if (!CHECK(r.code == 0 && has(r.err, "5 warnings") && has(r.err, "options.balance_inertia replaced the principal")))
         show("info five.urdf --balance-inertia --friction", &r);
     /* models that load cleanly print nothing on stderr */
-    snprintf(args, sizeof args, "run '%s/validation/point_mass.urdf' %s", models, quiet_out);
-    run(&r, args);
+    snprintf(args, sizeof args, "run '%s/validation/point_mass.urdf' %s", app_models, quiet_out);
+    app_run(&r, args);
     CHECK(r.code == 0 && r.err[0] == '\0');
 
     /* the default pose: q = 0 lies outside j0's and j1's limits [0.2, 1]; they move to 0.2 */
-    snprintf(path, sizeof path, "%s/five.csv", dir);
-    run(&r, "run five.urdf --t-final 0.01 --output five.csv --plot none --quiet");
+    snprintf(path, sizeof path, "%s/five.csv", app_dir);
+    app_run(&r, "run five.urdf --t-final 0.01 --output five.csv --plot none --quiet");
     if (!CHECK(r.code == 0) | !CHECK(has(r.out, "  start        joints moved into their limits: j0 0 -> 0.2, j1 0 -> 0.2\n")))
         show("run five.urdf", &r);
     CHECK(csv_row(path, 1, v, 64) > 6 && v[0] == 0 && v[1] == 0.2 && v[2] == 0.2 && v[3] == 0 && v[4] == 0);
     /* a joint the user places is theirs */
-    run(&r, "run five.urdf --t-final 0.01 --output five.csv --plot none --quiet --q0 j0=0.5");
+    app_run(&r, "run five.urdf --t-final 0.01 --output five.csv --plot none --quiet --q0 j0=0.5");
     CHECK(r.code == 0 && csv_row(path, 1, v, 64) > 6 && v[1] == 0.5 && v[2] == 0.2);
     /* inside the limits: nothing said */
-    snprintf(args, sizeof args, "run '%s/arm7.urdf' %s", models, quiet_out);
-    run(&r, args);
+    snprintf(args, sizeof args, "run '%s/arm7.urdf' %s", app_models, quiet_out);
+    app_run(&r, args);
     CHECK(r.code == 0 && !has(r.out, "start"));
 
     /* the drift line: no relative drift when E(0) is 0 (a free body at rest at the origin) */
     write_file("single.urdf", "<robot name=\"single\"><link name=\"body\"><inertial><mass value=\"2\"/><inertia "
                               "ixx=\"0.1\" iyy=\"0.1\" izz=\"0.1\" ixy=\"0\" ixz=\"0\" iyz=\"0\"/></inertial></link></robot>\n");
-    run(&r, "run single.urdf --floating-base --t-final 0.5 --output none --plot none");
+    app_run(&r, "run single.urdf --floating-base --t-final 0.5 --output none --plot none");
     if (!CHECK(r.code == 0) | !CHECK(has(r.out, "E(0) = 0 J")) | !CHECK(!has(r.out, "relative)")) |
         !CHECK(has(r.out, "(no relative drift: E(0) is too near 0 to divide by)")))
         show("run single.urdf --floating-base", &r);
-    snprintf(args, sizeof args, "run '%s/double_pendulum.urdf' %s", models, quiet_out);
-    run(&r, args);
+    snprintf(args, sizeof args, "run '%s/double_pendulum.urdf' %s", app_models, quiet_out);
+    app_run(&r, args);
     CHECK(r.code == 0 && has(r.out, "relative), max |E - E(0)|") && !has(r.out, "no relative drift"));
 
     /* --floating-base on a robot rooted at world: no effect, and said so */
-    snprintf(args, sizeof args, "run '%s/double_pendulum.urdf' --floating-base %s", models, quiet_out);
-    run(&r, args);
+    snprintf(args, sizeof args, "run '%s/double_pendulum.urdf' --floating-base %s", app_models, quiet_out);
+    app_run(&r, args);
     if (!CHECK(r.code == 0) | !CHECK(has(r.out, "(--floating-base had no effect: the root link is 'world')")) |
         !CHECK(!has(r.out, ", floating base")) | !CHECK(has(r.out, "nq = 2, nu = 2")) |
         !CHECK(has(r.err, "options.floating_base has no effect")))
@@ -207,52 +169,51 @@ int main(int argc, char **argv)
                "<child link=\"left\"/></joint>\n"
                "<link name=\"right\"/>\n<joint name=\"right_slide\" type=\"prismatic\"><parent link=\"palm\"/>"
                "<child link=\"right\"/></joint>\n</robot>\n");
-    run(&r, "run two_fingers.urdf --t-final 0.1 --output none --plot none");
+    app_run(&r, "run two_fingers.urdf --t-final 0.1 --output none --plot none");
     if (!CHECK(r.code == 3) | !CHECK(has(r.err, "mbk: cannot load the model:\n")) |
         !CHECK(has(r.err, "two_fingers.urdf:5: <joint name=\"left_slide\">: the joint moves only links without mass")) |
         !CHECK(has(r.err, "two_fingers.urdf:7: <joint name=\"right_slide\">")) | !CHECK(has(r.err, "(2 problems)")) |
         !CHECK(has(r.err, "--min-mass")) | !CHECK(r.out[0] == '\0'))
         show("run two_fingers.urdf", &r);
-    run(&r, "run two_fingers.urdf --min-mass --t-final 0.1 --output none --plot none");
+    app_run(&r, "run two_fingers.urdf --min-mass --t-final 0.1 --output none --plot none");
     if (!CHECK(r.code == 0) | !CHECK(has(r.err, "2 warnings")) |
         !CHECK(has(r.err, "<link name=\"left\">: mass 0 kg raised to options.min_mass = 0.01 kg")))
         show("run two_fingers.urdf --min-mass", &r);
-    run(&r, "run two_fingers.urdf --min-mass 0.05 --min-inertia 1e-5 --t-final 0.1 --output none --plot none --verbose");
+    app_run(&r, "run two_fingers.urdf --min-mass 0.05 --min-inertia 1e-5 --t-final 0.1 --output none --plot none --verbose");
     CHECK(r.code == 0 && has(r.err, "min_mass = 0.05 kg") && has(r.err, "min_inertia = 1e-05"));
-    run(&r, "run two_fingers.urdf --min-mass 0");
+    app_run(&r, "run two_fingers.urdf --min-mass 0");
     CHECK(r.code == 2 && has(r.err, "--min-mass needs a value > 0"));
 
     /* --strict-inertia refuses what loads with a warning; --balance-inertia repairs it */
-    snprintf(args, sizeof args, "run '%s/validation/triangle.urdf' %s --strict-inertia", models, quiet_out);
-    run(&r, args);
+    snprintf(args, sizeof args, "run '%s/validation/triangle.urdf' %s --strict-inertia", app_models, quiet_out);
+    app_run(&r, args);
     CHECK(r.code == 3 && has(r.err, "triangle.urdf:12: <inertia> in <link name=\"plate\">") &&
           has(r.err, "(options.strict_inertia)"));
-    snprintf(args, sizeof args, "run '%s/validation/triangle.urdf' %s --balance-inertia", models, quiet_out);
-    run(&r, args);
+    snprintf(args, sizeof args, "run '%s/validation/triangle.urdf' %s --balance-inertia", app_models, quiet_out);
+    app_run(&r, args);
     CHECK(r.code == 0 && has(r.err, "1 warning:") && has(r.err, "nearest realizable ones, 1.16667, 1.16667, 2.33333"));
 
     /* --friction: friction elements, and the energy they took */
     snprintf(args, sizeof args, "run five.urdf %s --friction --quiet", quiet_out);
-    run(&r, args);
+    app_run(&r, args);
     if (!CHECK(r.code == 0) | !CHECK(has(r.out, "J dissipated by 5 joint friction elements")))
         show(args, &r);
 
     /* --ground: the quadruped starts standing and stays at the height its feet give */
-    snprintf(path, sizeof path, "%s/quad.csv", dir);
+    snprintf(path, sizeof path, "%s/quad.csv", app_dir);
     snprintf(args, sizeof args, "run '%s/quadruped.urdf' --floating-base --ground --t-final 1 --output quad.csv "
-                                "--plot none", models);
-    run(&r, args);
+                                "--plot none", app_models);
+    app_run(&r, args);
     if (!CHECK(r.code == 0) | !CHECK(has(r.out, "the robot stands on the ground: moved 0.355 m up, its lowest contact point touches it")) |
         !CHECK(has(r.err, "mesh takes no part in ground contact")))
         show(args, &r);
     CHECK(csv_row(path, -1, v, 64) > 8 && fabs(v[7] - 0.355) < 2e-3); /* t, q0..q6: the base height */
     snprintf(args, sizeof args, "run '%s/quadruped.urdf' --floating-base --ground -0.5 --t-final 0.1 --output quad.csv "
-                                "--plot none --quiet", models);
-    run(&r, args);
+                                "--plot none --quiet", app_models);
+    app_run(&r, args);
     CHECK(r.code == 0 && has(r.out, "moved 0.145 m down"));
     CHECK(csv_row(path, 1, v, 64) > 8 && fabs(v[7] - (0.355 - 0.5)) < 1e-12);
 
-    snprintf(args, sizeof args, "rm -rf '%s'", dir);
-    if (system(args) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    app_cleanup();
     return mbk_test_finish();
 }

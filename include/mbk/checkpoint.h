@@ -28,6 +28,7 @@
 #ifndef MBK_CHECKPOINT_H
 #define MBK_CHECKPOINT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -115,6 +116,75 @@ int mbk_checkpoint_write_file(const char *path, const void *data, size_t size);
    with mbk_free). Refuses (MBK_EIO) what is not a regular file, and (MBK_EPARSE)
    an empty file or one whose size disagrees with its header. */
 int mbk_checkpoint_read_file(const char *path, void **data, size_t *size);
+
+/* ---- byte streams, for writing and reading payloads ---------------------- */
+/* The fields of a payload, one after another with no padding. Numbers are put
+   and got in this machine's byte order (the container's byte-order mark records
+   it) through memcpy, so neither side needs alignment. Both structs are plain
+   values for the stack: no allocation. */
+
+/* A bounded writer into buf[0, capacity). With buf NULL it only counts: pos
+   grows and nothing is written, which gives the size to allocate. A put that
+   does not fit writes nothing, still advances pos and sets overrun. */
+typedef struct mbk_bytes_writer {
+    unsigned char *buf; /* NULL: count only */
+    size_t capacity;    /* bytes buf holds */
+    size_t pos;         /* bytes put so far */
+    bool overrun;       /* a put did not fit in capacity */
+} mbk_bytes_writer;
+
+/* A bounded reader of buf[0, size). A get past the end sets overrun, yields
+   zeros (or NULL for a span) and leaves pos; every later get fails too. */
+typedef struct mbk_bytes_reader {
+    const unsigned char *buf;
+    size_t size;  /* bytes buf holds */
+    size_t pos;   /* bytes got so far */
+    bool overrun; /* a get ran past the end */
+} mbk_bytes_reader;
+
+/* A writer into buf of capacity bytes; buf NULL: a writer that only counts. */
+mbk_bytes_writer mbk_bytes_writer_make(void *buf, size_t capacity);
+/* Put n bytes from p. */
+void mbk_bytes_put(mbk_bytes_writer *w, const void *p, size_t n);
+/* Put one byte. */
+void mbk_bytes_put_u8(mbk_bytes_writer *w, uint8_t v);
+/* Put a 32-bit unsigned integer (4 bytes). */
+void mbk_bytes_put_u32(mbk_bytes_writer *w, uint32_t v);
+/* Put a 32-bit signed integer (4 bytes). */
+void mbk_bytes_put_i32(mbk_bytes_writer *w, int32_t v);
+/* Put a 64-bit unsigned integer (8 bytes). */
+void mbk_bytes_put_u64(mbk_bytes_writer *w, uint64_t v);
+/* Put a 64-bit signed integer (8 bytes). */
+void mbk_bytes_put_i64(mbk_bytes_writer *w, int64_t v);
+/* Put a double (8 bytes, IEEE 754 binary64). */
+void mbk_bytes_put_f64(mbk_bytes_writer *w, double v);
+/* Reserve the next n bytes for the caller to fill (a nested image, say): where
+   they start, or NULL while counting or when they do not fit. */
+void *mbk_bytes_put_space(mbk_bytes_writer *w, size_t n);
+/* MBK_OK, or MBK_EINVAL with a message when a put did not fit. */
+int mbk_bytes_writer_status(const mbk_bytes_writer *w);
+
+/* A reader of the size bytes at buf. */
+mbk_bytes_reader mbk_bytes_reader_make(const void *buf, size_t size);
+/* Get n bytes into out (zeros past the end). */
+void mbk_bytes_get(mbk_bytes_reader *r, void *out, size_t n);
+/* Get one byte (0 past the end). */
+uint8_t mbk_bytes_get_u8(mbk_bytes_reader *r);
+/* Get a 32-bit unsigned integer (0 past the end). */
+uint32_t mbk_bytes_get_u32(mbk_bytes_reader *r);
+/* Get a 32-bit signed integer (0 past the end). */
+int32_t mbk_bytes_get_i32(mbk_bytes_reader *r);
+/* Get a 64-bit unsigned integer (0 past the end). */
+uint64_t mbk_bytes_get_u64(mbk_bytes_reader *r);
+/* Get a 64-bit signed integer (0 past the end). */
+int64_t mbk_bytes_get_i64(mbk_bytes_reader *r);
+/* Get a double (0 past the end). */
+double mbk_bytes_get_f64(mbk_bytes_reader *r);
+/* Where the next n bytes are inside buf (a blob, with its length got before),
+   skipping them; NULL when fewer are left. */
+const void *mbk_bytes_get_span(mbk_bytes_reader *r, uint64_t n);
+/* MBK_OK, or MBK_EPARSE with a message when a get ran past the end. */
+int mbk_bytes_reader_status(const mbk_bytes_reader *r);
 
 #ifdef __cplusplus
 }
