@@ -52,6 +52,11 @@ int mbk_value_type_check(const mbk_value_type *type)
     if (type->size == 0)
         return mbk_set_error(MBK_EINVAL, "value type '%s' has size 0; give it a positive size",
                              type->name);
+    /* a State block holds every value: sizes near SIZE_MAX would wrap its layout arithmetic */
+    if (type->size > MBK_VALUE_MAX_SIZE)
+        return mbk_set_error(MBK_EINVAL, "value type '%s' has size %zu bytes, above the %zu a State value may "
+                             "have; keep large data outside the State (e.g. in the subsystem) and store a "
+                             "handle", type->name, type->size, (size_t)MBK_VALUE_MAX_SIZE);
     if (type->align == 0 || type->align > 64 || (type->align & (type->align - 1)))
         return mbk_set_error(MBK_EINVAL,
                              "value type '%s' has alignment %zu; use a power of two up to 64",

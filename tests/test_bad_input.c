@@ -268,6 +268,12 @@ static void topology_refusals(mbk_state *s, int k)
     REFUSE_RC(s, MBK_EINVAL, "depends_on", mbk_state_allocate_lazy_cache(s, k, MBK_STAGE_INFINITY, &mbk_value_double, NULL));
     REFUSE_RC(s, MBK_EINVAL, "NULL", mbk_state_allocate_cache(s, k, MBK_STAGE_TIME, MBK_STAGE_TIME, NULL, NULL));
     REFUSE_RC(s, MBK_EINVAL, "size 0", mbk_state_allocate_cache(s, k, MBK_STAGE_TIME, MBK_STAGE_TIME, &t_size0, NULL));
+    /* sizes that would wrap the block's layout arithmetic */
+    const mbk_value_type t_huge = {"huge", SIZE_MAX, 8, NULL, NULL, NULL, NULL};
+    REFUSE_RC(s, MBK_EINVAL, "above", mbk_state_allocate_cache(s, k, MBK_STAGE_TIME, MBK_STAGE_TIME, &t_huge, NULL));
+    REFUSE_RC(s, MBK_EINVAL, "above", mbk_state_allocate_discrete(s, k, MBK_STAGE_DYNAMICS, &t_huge, NULL));
+    REFUSE_RC(s, MBK_EINVAL, "above", mbk_state_allocate_scratch(s, k, SIZE_MAX, 8));
+    REFUSE_RC(s, MBK_EINVAL, "above", mbk_state_allocate_scratch(s, k, MBK_VALUE_MAX_SIZE + 1, 8));
     REFUSE_RC(s, MBK_EINVAL, "name", mbk_state_allocate_lazy_cache(s, k, MBK_STAGE_TIME, &t_noname, NULL));
     REFUSE_RC(s, MBK_EINVAL, "alignment 3", mbk_state_allocate_cache(s, k, MBK_STAGE_TIME, MBK_STAGE_TIME, &t_align3, NULL));
     REFUSE_RC(s, MBK_EINVAL, "out of range", mbk_state_allocate_cache(s, n, MBK_STAGE_TIME, MBK_STAGE_TIME, &mbk_value_double, NULL));

@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Declarations here are the public API: exported from the shared library, whose
    other symbols are hidden (CMakeLists.txt, "symbol visibility"). */
@@ -60,7 +61,10 @@ mbk_value_type mbk_value_array_of_int(int n);
 mbk_value_type mbk_value_bytes(size_t size, size_t align);
 /* True when a and b describe the same type (name, size, alignment and every op). */
 bool mbk_value_type_equal(const mbk_value_type *a, const mbk_value_type *b);
-/* MBK_OK if the type is usable (name set, size > 0, align a power of two <= 64). */
+/* The largest value a State holds (the block's layout adds sizes up, which must not wrap;
+   an allocation that large fails with MBK_ENOMEM anyway). */
+#define MBK_VALUE_MAX_SIZE (SIZE_MAX / 64)
+/* MBK_OK if the type is usable (name set, 0 < size <= MBK_VALUE_MAX_SIZE, align a power of two <= 64). */
 int mbk_value_type_check(const mbk_value_type *type);
 
 #ifdef __cplusplus
