@@ -245,9 +245,7 @@ void bench_model_open(const model_spec *sp, result *res, model_run *mr)
                 res->err_df[op] = bench_rel_diff(b, a, (size_t)len);
                 free(a);
                 free(b);
-                /* forward differences divide rounding by their step sqrt(eps) ~ 1.5e-8: the two builds'
-                   FD Jacobians differ by ~1e-8 where everything else agrees to rounding */
-                if (!(res->err_df[op] <= (op == OP_JAC_FD ? 1e-6 : 1e-12)))
+                if (!(res->err_df[op] <= 1e-12))
                     bench_die("%s: %s: the default build differs from this build by %.3e relative", model.name,
                         OPS[op].name, res->err_df[op]);
             }
