@@ -122,8 +122,8 @@ void bench_write_pinocchio(FILE *f, const result *rs, int n)
                    "have the same DataTpl constructor (multibody/data.hxx: d2tau_dqdq, d2tau_dvdv, d2tau_dqdv,\n"
                    "d2tau_dadq of nv x nv x nv, zeroed), so no Pinocchio from PyPI runs chain1000 here, and its\n"
                    "derivatives are not compared on it either. Against ANCHORS.md's Pinocchio 3.7 figures for it\n"
-                   "(2026-11-24, not side by side, on a machine that had the memory), raw and scaled by this run's\n"
-                   "Pinocchio %s / ANCHORS' Pinocchio 3.7 on chain100. Being\n"
+                   "(2026-11-24, not side by side; ANCHORS.md does not say how its Data fitted), raw and scaled by\n"
+                   "this run's Pinocchio %s / ANCHORS' Pinocchio 3.7 on chain100. Being\n"
                    "from another run, the comparison moves with the machine's load (chain1000's 8 MB mass matrix\n"
                    "most of all, being bound by memory shared with the other jobs): mbk's minimum is shown too.\n\n",
                 r->name, pin_version(), 32.0 * r->nu * (double)r->nu * r->nu / 1e9, r->nu, pin_version());
