@@ -20,6 +20,12 @@
 
 /* The mass matrix is timed up to this nu; results must agree with Simbody's to TOL. */
 enum { MASS_MATRIX_MAX_NU = 1000 };
+/* The derivatives (dense nu x nq, nu x nu outputs) are timed up to this nu, the
+   finite-difference ydot Jacobian (nq + nu realizations per call) up to FD_JACOBIAN_MAX_NU. */
+enum { DERIV_MAX_NU = 1000, FD_JACOBIAN_MAX_NU = 1000 };
+/* mbk's analytic derivatives against its own finite-difference Jacobian (forward differences,
+   about 1e-8 accurate: a sanity check, not an oracle). */
+static const double DERIV_FD_TOL = 1e-5;
 static const double TOL = 1e-9;
 static const double ASSEMBLY_TOL = 1e-12;   /* mbk assembly and projection of the loop models */
 static const double CONSISTENT_TOL = 1e-10; /* Simbody's own constraint errors at that state */
@@ -34,6 +40,7 @@ typedef struct op_info {
     const char *title;     /* Markdown section */
     const char *part[2];   /* what the cross-check compares (two parts: compared separately) */
     unsigned models;       /* MK_* */
+    int no_simbody;        /* Simbody has no such operation (the derivatives): mbk and Pinocchio only */
 } op_info;
 /* The operations, indexed by bench_op (bench_ops.c). */
 extern const op_info OPS[NUM_OPS];
@@ -72,6 +79,9 @@ typedef struct result {
     bstat mb[NUM_OPS], sb[NUM_OPS];
     bstat pn[NUM_OPS];      /* Pinocchio (OP_FULL: aba, OP_ID: rnea, OP_MASS_KIN: crba) */
     double err_pin[NUM_OPS];/* Pinocchio's result vs mbk's (NaN: not run) */
+    int pin_u_only[NUM_OPS];/* only the u-columns compared (derivatives with a free base) */
+    double err_fd_aba;      /* mbk's dudot/dq, dudot/du vs the u rows of its FD ydot Jacobian (NaN: not run) */
+    double err_fd_jac;      /* mbk's analytic ydot Jacobian vs its FD one (NaN: not run) */
     int has_pin;            /* Pinocchio side ran */
     int pin_skipped;        /* too many u for Pinocchio's Data (pin_max_nu) */
     bstat df[NUM_OPS];      /* mbk's default build (RelWithDebInfo), when loaded (--default-side) */
@@ -268,6 +278,10 @@ void bench_write_default_build(FILE *f, const result *rs, int n);
 void bench_write_previous(FILE *f, const result *rs, int n);
 /* Cost per body of each operation against the core's FMA rate at ghz. */
 void bench_write_limits(FILE *f, const result *rs, int n, double ghz);
+
+/* ---- bench_report_deriv.c ---- */
+/* The derivatives: mbk's against its full cycle and its FD Jacobian, and against Pinocchio. */
+void bench_write_derivatives(FILE *f, const result *rs, int n);
 
 /* ---- bench_report.c, bench_svg.c, bench_csv.c ---- */
 /* The Markdown report; wall is the whole run's time in seconds. */

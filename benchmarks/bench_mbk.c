@@ -26,6 +26,9 @@ struct mb_side {
     unsigned char *buf_a, *buf_b; /* memcpy benchmark */
     int nb, nq, nu;
     double *q, *u, *v, *kud, *res, *minv, *M, *zeros;
+    double *dq, *du;         /* derivatives: d/dq (nu x nq), d/du (nu x nu) */
+    double *J;               /* ydot Jacobians (ny x ny) */
+    int ny;
     mbk_spatial_vec *F; /* gravity body forces at q (for inverse dynamics) */
     char err[512];
 };
@@ -74,6 +77,9 @@ void mb_destroy(mb_side *s)
     free(s->res);
     free(s->minv);
     free(s->M);
+    free(s->dq);
+    free(s->du);
+    free(s->J);
     free(s->zeros);
     free(s->F);
     free(s);
@@ -126,6 +132,7 @@ mb_side *mb_create(const bm_model *model)
     if (mbk_system_realize(s->sys, s->s, MBK_STAGE_INSTANCE) < 0) { fail("realize Instance"); goto bad; }
     s->nq = mbk_state_get_nq(s->s);
     s->nu = mbk_state_get_nu(s->s);
+    s->ny = mbk_state_get_ny(s->s);
     if (s->nq != model->nq || s->nu != model->nu) {
         snprintf(g_err, sizeof g_err, "mbk: %s has nq %d nu %d, expected %d %d", model->name, s->nq,
                  s->nu, model->nq, model->nu);
@@ -199,6 +206,8 @@ int mb_result_len(mb_side *s, bench_op op)
     case OP_MASS: case OP_MASS_KIN: return s->nu * s->nu;
     case OP_CONSTRAINED: return s->model->n_balls ? s->nu + mbk_state_get_num_multipliers(s->s) : -1;
     case OP_STEP: return s->nq + s->nu;
+    case OP_ABA_DERIV: case OP_RNEA_DERIV: return s->nu * (s->nq + s->nu);
+    case OP_JAC_FD: case OP_JAC: return s->ny * s->ny;
     default: return -1;
     }
 }
@@ -229,6 +238,11 @@ int mb_eval(mb_side *s, bench_op op, double *out)
         memcpy(out, mbk_state_get_udot(s->s), nu * sizeof(double));
         memcpy(out + nu, mbk_state_get_multipliers(s->s), (size_t)mbk_state_get_num_multipliers(s->s) * sizeof(double));
         break;
+    case OP_ABA_DERIV: case OP_RNEA_DERIV:
+        memcpy(out, s->dq, nu * (size_t)s->nq * sizeof(double));
+        memcpy(out + nu * (size_t)s->nq, s->du, nu * nu * sizeof(double));
+        break;
+    case OP_JAC_FD: case OP_JAC: memcpy(out, s->J, (size_t)s->ny * (size_t)s->ny * sizeof(double)); break;
     case OP_STEP: {
         const mbk_state *st = mbk_integrator_get_state(s->ig);
         memcpy(out, mbk_state_get_q(st), (size_t)s->nq * sizeof(double));
@@ -249,15 +263,28 @@ static int step_reset(mb_side *s)
     return 0;
 }
 
+/* The dense outputs an op writes, allocated on first need (before any timing). */
+static int outputs(mb_side *s, bench_op op)
+{
+    size_t nq = (size_t)s->nq, nu = (size_t)s->nu, ny = (size_t)s->ny;
+    if ((op == OP_MASS || op == OP_MASS_KIN) && !s->M) s->M = malloc(nu * nu * sizeof(double) + sizeof(double));
+    if ((op == OP_ABA_DERIV || op == OP_RNEA_DERIV) && !s->dq) {
+        s->dq = malloc(nu * nq * sizeof(double) + sizeof(double));
+        s->du = malloc(nu * nu * sizeof(double) + sizeof(double));
+    }
+    if ((op == OP_JAC_FD || op == OP_JAC) && !s->J) s->J = malloc(ny * ny * sizeof(double) + sizeof(double));
+    if ((op == OP_MASS || op == OP_MASS_KIN) ? !s->M
+        : (op == OP_ABA_DERIV || op == OP_RNEA_DERIV) ? !s->dq || !s->du
+        : (op == OP_JAC_FD || op == OP_JAC) ? !s->J : 0) {
+        snprintf(g_err, sizeof g_err, "mbk bench: out of memory for the output of op %d", (int)op);
+        return -1;
+    }
+    return 0;
+}
+
 int mb_prepare(mb_side *s, bench_op op)
 {
-    if ((op == OP_MASS || op == OP_MASS_KIN) && !s->M) {
-        s->M = malloc((size_t)s->nu * (size_t)s->nu * sizeof(double) + sizeof(double));
-        if (!s->M) {
-            snprintf(g_err, sizeof g_err, "mbk bench: out of memory for M");
-            return -1;
-        }
-    }
+    if (outputs(s, op) < 0) return -1;
     int rc = load(s);
     if (rc < 0 || op != OP_STEP) return rc;
     if (!s->ig) {
@@ -328,6 +355,34 @@ int mb_run(mb_side *s, bench_op op, long reps)
             bad |= mbk_state_set_q(st, s->q, s->nq);
             bad |= mbk_system_realize(sys, st, MBK_STAGE_POSITION);
             bad |= mbk_matter_calc_mass_matrix(m, st, s->M);
+        }
+        break;
+    case OP_ABA_DERIV: /* as a user calls it: the function realizes what it needs itself */
+        for (long r = 0; r < reps; ++r) {
+            bad |= mbk_state_set_q(st, s->q, s->nq);
+            bad |= mbk_state_set_u(st, s->u, s->nu);
+            bad |= mbk_system_calc_acceleration_derivatives(sys, st, s->dq, s->du);
+        }
+        break;
+    case OP_RNEA_DERIV:
+        for (long r = 0; r < reps; ++r) {
+            bad |= mbk_state_set_q(st, s->q, s->nq);
+            bad |= mbk_state_set_u(st, s->u, s->nu);
+            bad |= mbk_system_calc_residual_derivatives(sys, st, s->kud, s->dq, s->du);
+        }
+        break;
+    case OP_JAC_FD:
+        for (long r = 0; r < reps; ++r) {
+            bad |= mbk_state_set_q(st, s->q, s->nq);
+            bad |= mbk_state_set_u(st, s->u, s->nu);
+            bad |= mbk_system_calc_ydot_jacobian_fd(sys, st, s->J);
+        }
+        break;
+    case OP_JAC:
+        for (long r = 0; r < reps; ++r) {
+            bad |= mbk_state_set_q(st, s->q, s->nq);
+            bad |= mbk_state_set_u(st, s->u, s->nu);
+            bad |= mbk_system_calc_ydot_jacobian(sys, st, s->J);
         }
         break;
     case OP_STEP:

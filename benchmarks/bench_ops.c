@@ -33,6 +33,18 @@ const op_info OPS[NUM_OPS] = {
     [OP_MASS_KIN] = {"mass_kin",
                      "Mass matrix from scratch (set q, realize to Position, M; Pinocchio: crba, upper triangle)",
                      {"M", NULL}, MK_PLAIN},
+    [OP_ABA_DERIV] = {"aba_deriv",
+                      "Forward-dynamics derivatives from scratch (set q and u, mbk_system_calc_acceleration_derivatives: "
+                      "dudot/dq and dudot/du; Pinocchio: computeABADerivatives)",
+                      {"dudot/dq, dudot/du", NULL}, MK_PLAIN, 1},
+    [OP_RNEA_DERIV] = {"rnea_deriv",
+                       "Inverse-dynamics derivatives from scratch (set q and u, mbk_system_calc_residual_derivatives "
+                       "at the known udot; Pinocchio: computeRNEADerivatives)",
+                       {"dr/dq, dr/du", NULL}, MK_PLAIN, 1},
+    [OP_JAC_FD] = {"ydot_jac_fd", "ydot Jacobian by finite differences (set q and u, mbk_system_calc_ydot_jacobian_fd)",
+                   {"J", NULL}, MK_PLAIN, 1},
+    [OP_JAC] = {"ydot_jac", "ydot Jacobian, analytic (set q and u, mbk_system_calc_ydot_jacobian)", {"J", NULL},
+                MK_PLAIN, 1},
 };
 
 /* Relative difference: max |a - b| / max(max |b|, tiny). NaN counts as infinite. */
@@ -52,12 +64,16 @@ double bench_rel_diff(const double *a, const double *b, size_t n)
 void bench_prepare_op(const result *res, mb_side *mb, sb_side *sb, bench_op op)
 {
     if (mb_prepare(mb, op) < 0) bench_die("mbk %s %s: prepare: %s", res->name, OPS[op].name, mb_last_error());
-    if (sb && sb_prepare(sb, op) < 0) bench_die("Simbody %s %s: prepare: %s", res->name, OPS[op].name, sb_last_error());
+    if (sb && !OPS[op].no_simbody && sb_prepare(sb, op) < 0) bench_die("Simbody %s %s: prepare: %s", res->name, OPS[op].name, sb_last_error());
 }
 
 int bench_op_applies(const result *res, bench_op op)
 {
-    return (OPS[op].models & res->kind) && !((op == OP_MASS || op == OP_MASS_KIN) && res->nu > MASS_MATRIX_MAX_NU);
+    if (!(OPS[op].models & res->kind)) return 0;
+    if (op == OP_MASS || op == OP_MASS_KIN) return res->nu <= MASS_MATRIX_MAX_NU;
+    if (op == OP_JAC_FD) return res->nu <= FD_JACOBIAN_MAX_NU;
+    if (OPS[op].no_simbody) return res->nu <= DERIV_MAX_NU;
+    return 1;
 }
 
 /* Parts of an op's result compared separately because their units differ: constrained =

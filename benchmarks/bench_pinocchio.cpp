@@ -1,4 +1,5 @@
-// bench_pinocchio.cpp - the Pinocchio side of the benchmark: aba, rnea and crba.
+// bench_pinocchio.cpp - the Pinocchio side of the benchmark: aba, rnea, crba, and the derivatives
+// computeABADerivatives and computeRNEADerivatives.
 //
 // Pinocchio comes from PyPI (libpinocchio, with Eigen and Boost as cmeel-eigen and cmeel-boost:
 // the wheels carry a CMake prefix with the C++ headers). make bench installs them into a virtual
@@ -25,8 +26,11 @@
 //   FD: wdot = R a_ang, vdot = R (a_lin + w_l x v_l);
 //   ID: a_ang = R^T wdot, a_lin = R^T vdot - w_l x v_l; residual = J^T tau;
 //   M:  M_mbk = J^T M_pin J.
+// Derivatives: see derivs_out (the u-columns mapped; with a free base the q-columns are not
+// compared, Pinocchio's being along a tangent displacement of the configuration).
 #include "bench_sides.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -35,9 +39,13 @@
 
 static char g_err[512];
 const char *pin_last_error(void) { return g_err; }
-int pin_has_op(bench_op op) { return op == OP_FULL || op == OP_ID || op == OP_MASS_KIN; }
+int pin_has_op(bench_op op)
+{
+    return op == OP_FULL || op == OP_ID || op == OP_MASS_KIN || op == OP_ABA_DERIV || op == OP_RNEA_DERIV;
+}
 // Pinocchio's Data allocates and zeroes four nv x nv x nv tensors (second-order derivatives of the
 // RNEA) whatever the algorithms used: 32 GB at nv = 1000. Models above this many u are not run.
+// PyPI's pin 3.7.0 and 2.7.0 allocate the same four tensors (their multibody/data.hxx).
 int pin_max_nu(void) { return 400; }
 
 #ifndef MBK_HAVE_PINOCCHIO
@@ -52,12 +60,15 @@ pin_side *pin_create(const bm_model *)
 void pin_destroy(pin_side *) {}
 int pin_set_inputs(pin_side *, const double *, const double *, const double *) { return -1; }
 int pin_eval(pin_side *, bench_op, double *) { return -1; }
+int pin_compare_from(const pin_side *, bench_op) { return 0; }
 int pin_run(pin_side *, bench_op, long) { return -1; }
 
 #else
 
+#include <pinocchio/algorithm/aba-derivatives.hpp>
 #include <pinocchio/algorithm/aba.hpp>
 #include <pinocchio/algorithm/crba.hpp>
+#include <pinocchio/algorithm/rnea-derivatives.hpp>
 #include <pinocchio/algorithm/rnea.hpp>
 #include <pinocchio/multibody.hpp>
 
@@ -226,10 +237,64 @@ int pin_run(pin_side *s, bench_op op, long reps)
         case OP_MASS_KIN:
             for (long r = 0; r < reps; ++r) crba(m, d, s->q, Convention::WORLD);
             break;
+        case OP_ABA_DERIV:
+            for (long r = 0; r < reps; ++r) computeABADerivatives(m, d, s->q, s->v, s->tau);
+            break;
+        case OP_RNEA_DERIV:
+            for (long r = 0; r < reps; ++r) computeRNEADerivatives(m, d, s->q, s->v, s->a);
+            break;
         default:
             throw std::runtime_error("op not run on the Pinocchio side");
         }
     });
+}
+
+int pin_compare_from(const pin_side *s, bench_op op)
+{
+    return s->free_body && (op == OP_ABA_DERIV || op == OP_RNEA_DERIV) ? s->nu * s->nq : 0;
+}
+
+// d(w x v)/d(w, v) = (-[v]x, [w]x), 3 x 6: how the free base's velocity-product term moves with
+// mbk's u of the free base (w, v in Ground).
+static Eigen::Matrix<double, 3, 6> cross_jacobian(const Eigen::Vector3d &w, const Eigen::Vector3d &v)
+{
+    Eigen::Matrix<double, 3, 6> D;
+    D.leftCols<3>() = -skew(v);
+    D.rightCols<3>() = skew(w);
+    return D;
+}
+
+// The derivatives in mbk's layout: d/dq (nu x nq) then d/du (nu x nu). Fixed base: Pinocchio's
+// dq and dv columns are mbk's q and u (revolute joints: the tangent is the angle), permuted. Free
+// base: only d/du is mapped (pin_compare_from); the q-columns are left NaN.
+//   ABA:  udot = J^T ddq + e(u), e = (0, w x v) in the free base's rows, so
+//         dudot/du = J^T (d ddq/dv) J + de/du.
+//   RNEA: r = J^T tau(q, J u, a), a = J udot - (0, R^T (w x v)) in the free base's rows, so
+//         dr/du = J^T (dtau/dv J + M da/du).
+static void derivs_out(pin_side *s, bench_op op, const Eigen::MatrixXd &J, double *out)
+{
+    Data &d = *s->data;
+    const int n = s->nu, nq = s->nq, u0 = s->free_u, pv = s->pin_fv;
+    Eigen::MatrixXd dq = op == OP_ABA_DERIV ? d.ddq_dq : d.dtau_dq;
+    Eigen::MatrixXd du = J.transpose() * (op == OP_ABA_DERIV ? d.ddq_dv : d.dtau_dv) * J;
+    if (s->free_body) {
+        const Eigen::Vector3d w = s->R * s->wl, v = s->R * s->vl;
+        if (op == OP_ABA_DERIV) {
+            du.block<3, 6>(u0 + 3, u0) += cross_jacobian(w, v);
+        } else {
+            crba(s->model, d, s->q, Convention::WORLD); // M, for M da/du (after dtau_dv was used)
+            Eigen::MatrixXd M = d.M;
+            M.triangularView<Eigen::StrictlyLower>() = M.transpose();
+            Eigen::MatrixXd da = Eigen::MatrixXd::Zero(n, n);
+            da.block<3, 6>(pv, u0) = -s->R.transpose() * cross_jacobian(w, v);
+            du += J.transpose() * M * da;
+        }
+    }
+    for (int i = 0; i < n; ++i)
+        for (int j = 0; j < nq; ++j)
+            out[(size_t)i * nq + j] = s->free_body ? NAN : dq(s->vmap[i], s->qmap[j]);
+    for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) out[(size_t)n * nq + (size_t)i * n + j] = du(i, j);
 }
 
 int pin_eval(pin_side *s, bench_op op, double *out)
@@ -272,6 +337,10 @@ int pin_eval(pin_side *s, bench_op op, double *out)
                 for (int j = 0; j < n; ++j) out[(size_t)i * n + j] = M(i, j);
             break;
         }
+        case OP_ABA_DERIV:
+        case OP_RNEA_DERIV:
+            derivs_out(s, op, J, out);
+            break;
         default:
             throw std::runtime_error("op not run on the Pinocchio side");
         }

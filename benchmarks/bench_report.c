@@ -342,7 +342,10 @@ void bench_write_report(FILE *f, const result *rs, int n, double wall)
                "  multipliers, q and u after one step) must agree with Simbody's to 1e-9 relative (max abs\n"
                "  difference / max abs value; two-part results part by part), or the run stops with an error.\n"
                "  mbk-only models are checked for self-consistency (residual at mbk's own udot, + G^T lambda with\n"
-               "  constraints, must vanish to 1e-9).\n", MASS_MATRIX_MAX_NU);
+               "  constraints, must vanish to 1e-9). Simbody has no derivatives: mbk's (aba_deriv, rnea_deriv,\n"
+               "  ydot_jac, on the plain models up to nu = %d) are checked against mbk's own finite-difference\n"
+               "  ydot Jacobian to %.0e, and against Pinocchio's to 1e-9 (section Derivatives).\n",
+            MASS_MATRIX_MAX_NU, DERIV_MAX_NU, DERIV_FD_TOL);
     fprintf(f, "- Method: each operation is warmed up, then the repetitions per batch are sized so that a batch\n"
                "  takes about %.0f ms; %d batches per library (fewer, at least 3, when one call is very slow), the\n"
                "  libraries interleaved batch by batch, rotating which goes first, a model's operations taking\n"
@@ -366,7 +369,10 @@ void bench_write_report(FILE *f, const result *rs, int n, double wall)
                "  a realized state; **constrained** = the full cycle on a model with constraints (udot and\n"
                "  multipliers); **step** = one RK-Merson step; **id** = inverse dynamics from scratch (set q and u,\n"
                "  realize to Dynamics, residual with the System's applied forces); **mass_kin** = the mass matrix\n"
-               "  from scratch (set q, realize to Position, M).\n");
+               "  from scratch (set q, realize to Position, M); **aba_deriv** = set q and u,\n"
+               "  mbk_system_calc_acceleration_derivatives (dudot/dq and dudot/du); **rnea_deriv** = set q and u,\n"
+               "  mbk_system_calc_residual_derivatives at the known udot; **ydot_jac_fd** / **ydot_jac** = set q and\n"
+               "  u, the ydot Jacobian by finite differences / analytic (mbk only; section Derivatives).\n");
     fprintf(f, "- Step: the same method on both sides, RK-Merson (mbk_integrator_create_rkmerson,\n"
                "  SimTK::RungeKuttaMersonIntegrator) with a **fixed step of %g s** (mbk_integrator_set_fixed_step,\n"
                "  Integrator::setFixedStepSize; the error estimate is not used to reject steps), constraint\n"
@@ -409,6 +415,7 @@ void bench_write_report(FILE *f, const result *rs, int n, double wall)
     fprintf(f, "\n");
 
     bench_write_pinocchio(f, rs, n);
+    bench_write_derivatives(f, rs, n);
     bench_write_drake(f, rs, n);
     bench_write_limits(f, rs, n, cpu_ghz());
     bench_write_default_build(f, rs, n);

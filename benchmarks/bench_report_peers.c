@@ -118,8 +118,12 @@ void bench_write_pinocchio(FILE *f, const result *rs, int n)
         const char *what[3] = {"aba", "rnea", "crba"};
         fprintf(f, "**%s** is not run here: Pinocchio %s's Data allocates and zeroes four nu x nu x nu tensors\n"
                    "(second-order RNEA derivatives) whatever is computed, %.0f GB at nu = %d, more than the machine\n"
-                   "has. Against ANCHORS.md's Pinocchio 3.7 figures for it (same machine kind, 2026-11-24, not side\n"
-                   "by side), raw and scaled by this run's Pinocchio %s / ANCHORS' Pinocchio 3.7 on chain100. Being\n"
+                   "has. An older Pinocchio does not help: PyPI's pin 3.7.0 (libpinocchio starts at 3.8) and pin 2.7.0\n"
+                   "have the same DataTpl constructor (multibody/data.hxx: d2tau_dqdq, d2tau_dvdv, d2tau_dqdv,\n"
+                   "d2tau_dadq of nv x nv x nv, zeroed), so no Pinocchio from PyPI runs chain1000 here, and its\n"
+                   "derivatives are not compared on it either. Against ANCHORS.md's Pinocchio 3.7 figures for it\n"
+                   "(2026-11-24, not side by side; ANCHORS.md does not say how its Data fitted), raw and scaled by\n"
+                   "this run's Pinocchio %s / ANCHORS' Pinocchio 3.7 on chain100. Being\n"
                    "from another run, the comparison moves with the machine's load (chain1000's 8 MB mass matrix\n"
                    "most of all, being bound by memory shared with the other jobs): mbk's minimum is shown too.\n\n",
                 r->name, pin_version(), 32.0 * r->nu * (double)r->nu * r->nu / 1e9, r->nu, pin_version());

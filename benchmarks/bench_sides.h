@@ -30,6 +30,14 @@ typedef enum bench_op {
                        residual force with the System's applied forces (Pinocchio: rnea) */
     OP_MASS_KIN,    /* mass matrix from scratch: set q, realize to Position, explicit M
                        (Pinocchio: crba, which computes its kinematics from q) */
+    OP_ABA_DERIV,   /* forward-dynamics derivatives from scratch: set q and u,
+                       mbk_system_calc_acceleration_derivatives (dudot/dq nu x nq and dudot/du nu x nu;
+                       Pinocchio: computeABADerivatives(q, v, 0)) */
+    OP_RNEA_DERIV,  /* inverse-dynamics derivatives from scratch: set q and u,
+                       mbk_system_calc_residual_derivatives at the known udot (dr/dq, dr/du;
+                       Pinocchio: computeRNEADerivatives(q, v, a)) */
+    OP_JAC_FD,      /* set q and u, mbk_system_calc_ydot_jacobian_fd (ny x ny; mbk only) */
+    OP_JAC,         /* set q and u, mbk_system_calc_ydot_jacobian, analytic (ny x ny; mbk only) */
     NUM_OPS
 } bench_op;
 
@@ -67,7 +75,9 @@ int mb_result_len(mb_side *s, bench_op op);
      mass matrix:      M (nu x nu, row-major)
      M^-1 v:           nu
      constrained:      udot (nu), then the multipliers (Simbody's sign and order)
-     step:             q (nq), then u (nu) after one step from the inputs */
+     step:             q (nq), then u (nu) after one step from the inputs
+     aba / rnea derivs: d/dq (nu x nq, row-major), then d/du (nu x nu)
+     ydot Jacobians:   J (ny x ny, row-major) */
 int mb_eval(mb_side *s, bench_op op, double *out);
 /* Prepare the state for an op (realized as the op needs); 0 on success. */
 int mb_prepare(mb_side *s, bench_op op);
@@ -105,7 +115,8 @@ const char *sb_version(void);
    MBK_PINOCCHIO_PREFIX (make bench installs the wheels into a virtual environment). Inputs and
    results in mbk's order and conventions; the free base is mapped (bench_pinocchio.cpp). Ops:
    OP_FULL = aba(q, v, 0), OP_ID = rnea(q, v, udot), OP_MASS_KIN = crba(q) (upper triangle, as
-   Pinocchio fills it; the result is mirrored for the cross-check). */
+   Pinocchio fills it; the result is mirrored for the cross-check), OP_ABA_DERIV =
+   computeABADerivatives(q, v, 0), OP_RNEA_DERIV = computeRNEADerivatives(q, v, udot). */
 typedef struct pin_side pin_side;
 int pin_available(void);
 const char *pin_version(void);
@@ -115,10 +126,15 @@ int pin_set_inputs(pin_side *s, const double *q, const double *u, const double *
 /* The most u Pinocchio is run with: its Data allocates and zeroes four nu^3 tensors (second-order
    RNEA derivatives) whatever is computed, 32 GB at nu = 1000. */
 int pin_max_nu(void);
-/* Whether Pinocchio runs an op (OP_FULL, OP_ID, OP_MASS_KIN). */
+/* Whether Pinocchio runs an op (OP_FULL, OP_ID, OP_MASS_KIN, OP_ABA_DERIV, OP_RNEA_DERIV). */
 int pin_has_op(bench_op op);
 /* Run the op once and copy its result out in mbk's order and conventions (as mb_eval). */
 int pin_eval(pin_side *s, bench_op op, double *out);
+/* Where pin_eval's result starts to be comparable with mbk's: 0, or for the derivatives of a
+   model with a free base nu * nq (the q-columns are left out: Pinocchio differentiates along a
+   tangent displacement of the configuration, mbk along the raw quaternion coordinates; the
+   u-columns are mapped through the velocity map and compared). */
+int pin_compare_from(const pin_side *s, bench_op op);
 int pin_run(pin_side *s, bench_op op, long reps);
 const char *pin_last_error(void);
 

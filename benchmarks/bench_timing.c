@@ -160,9 +160,10 @@ void bench_ops_start(model_run *mr)
         snprintf(w[4], sizeof w[4], "Pinocchio %s %s", res->name, OPS[op].name);
         snprintf(w[5], sizeof w[5], "mbk default build %s %s", res->name, OPS[op].name);
         timing *t = &mr->tm[mr->nt++];
-        /* Simbody's calcM is n products M v: timed once (OP_MASS), not again from scratch */
+        /* Simbody's calcM is n products M v: timed once (OP_MASS), not again from scratch; Simbody
+           has no derivatives */
         *t = (timing){.k = NSIDES, .run = {run_mb, run_sb, run_mj, run_mj4, run_pin, run_df},
-                      .side = {mr->mb, op == OP_MASS_KIN ? NULL : mr->sb, op == OP_FULL ? mr->mj : NULL,
+                      .side = {mr->mb, op == OP_MASS_KIN || OPS[op].no_simbody ? NULL : mr->sb, op == OP_FULL ? mr->mj : NULL,
                                op == OP_FULL ? mr->mj4 : NULL, pin_has_op((bench_op)op) ? mr->pn : NULL, mr->df},
                       .who = {w[0], w[1], w[2], w[3], w[4], w[5]},
                       .out = {&res->mb[op], &res->sb[op], &res->mj, &res->mj4, &res->pn[op], &res->df[op]},
