@@ -218,7 +218,7 @@ void bench_model_open(const model_spec *sp, result *res, model_run *mr)
         res->has_pin = 1;
         printf("  cross-check Pinocchio %s vs mbk (relative):", pin_version());
         for (int op = 0; op < NUM_OPS; ++op)
-            if (pin_has_op((bench_op)op) && bench_op_applies(res, (bench_op)op)) {
+            if (pin_runs_op((bench_op)op, res->nu) && bench_op_applies(res, (bench_op)op)) {
                 int len = mb_result_len(mb, (bench_op)op), from = pin_compare_from(pn, (bench_op)op);
                 double *a = bench_xcalloc((size_t)len, sizeof(double)), *b = bench_xcalloc((size_t)len, sizeof(double));
                 if (mb_eval(mb, (bench_op)op, a) < 0) bench_die("%s: %s", model.name, mb_last_error());

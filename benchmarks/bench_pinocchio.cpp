@@ -44,9 +44,20 @@ int pin_has_op(bench_op op)
     return op == OP_FULL || op == OP_ID || op == OP_MASS_KIN || op == OP_ABA_DERIV || op == OP_RNEA_DERIV;
 }
 // Pinocchio's Data allocates and zeroes four nv x nv x nv tensors (second-order derivatives of the
-// RNEA) whatever the algorithms used: 32 GB at nv = 1000. Models above this many u are not run.
-// PyPI's pin 3.7.0 and 2.7.0 allocate the same four tensors (their multibody/data.hxx).
+// RNEA) whatever the algorithms used: 32 GB at nv = 1000 (PyPI's pin 3.7.0 and 2.7.0 too). None of
+// the timed algorithms reads them: with MBK_PIN_LEAN_DATA (benchmarks/CMakeLists.txt) Pinocchio is
+// compiled against a copy of its data.hxx that leaves them empty, and every model runs; without it,
+// models above 400 u are not run.
+int pin_runs_op(bench_op op, int nu)
+{
+    const bool deriv = op == OP_ABA_DERIV || op == OP_RNEA_DERIV;
+    return pin_has_op(op) && nu <= pin_max_nu() && (!deriv || nu <= 400);
+}
+#ifdef MBK_PIN_LEAN_DATA
+int pin_max_nu(void) { return 100000; }
+#else
 int pin_max_nu(void) { return 400; }
+#endif
 
 #ifndef MBK_HAVE_PINOCCHIO
 

@@ -41,6 +41,13 @@ void bench_write_pinocchio(FILE *f, const result *rs, int n)
                "only the upper triangle). Interleaved batch by batch with the other libraries; medians.\n"
                "Ratios are Pinocchio / mbk (> 1: mbk faster). Goals of issue 19: inverse dynamics >= 1.5x,\n"
                "mass matrix >= 1x.\n\n", MBK_BENCH_CFLAGS);
+    if (pin_max_nu() > 1000)
+        fprintf(f, "Pinocchio's Data allocates and zeroes four nu x nu x nu tensors (d2tau_dqdq, d2tau_dvdv,\n"
+                   "d2tau_dqdv, d2tau_dadq: its second-order RNEA derivatives) whatever is computed, 32 GB at\n"
+                   "nu = 1000, more than this machine has (PyPI's pin 3.7.0 and 2.7.0 do the same). No algorithm\n"
+                   "timed here reads them, so Pinocchio is compiled against a copy of its data.hxx in the build\n"
+                   "tree that constructs them empty (benchmarks/CMakeLists.txt, `pin-lean`); nothing else\n"
+                   "of Pinocchio changes, and chain1000 runs side by side like every other model.\n\n");
     fprintf(f, "| model | bodies | FD mbk µs | aba µs | aba/mbk | ID mbk µs | rnea µs | rnea/mbk | >= 1.5x | M mbk µs | crba µs | crba/mbk | >= 1x | rel. diff udot / ID / M |\n");
     fprintf(f, "|---|--:|--:|--:|--:|--:|--:|--:|:-:|--:|--:|--:|:-:|--:|\n");
     for (int i = 0; i < n; ++i) {
@@ -79,8 +86,9 @@ void bench_write_pinocchio(FILE *f, const result *rs, int n)
     const bench_op gops[2] = {OP_ID, OP_MASS_KIN};
     const double gmin[2] = {1.5, 1.0};
     const char *gname[2] = {"inverse dynamics >= 1.5x Pinocchio's rnea", "mass matrix >= 1x Pinocchio's crba"};
-    /* the models of issue 19's table (chain1000: against ANCHORS' figure, below) */
-    const char *issue_models[] = {"chain10", "chain100", "tree63", "tree255", "humanoid"};
+    /* the models of issue 19's table (chain1000: side by side when Pinocchio's Data fits it, else
+       against ANCHORS' figure, below) */
+    const char *issue_models[] = {"chain10", "chain100", "chain1000", "tree63", "tree255", "humanoid"};
     for (int k = 0; k < 2; ++k) {
         double worst = INFINITY;
         const char *where = "";
@@ -92,8 +100,8 @@ void bench_write_pinocchio(FILE *f, const result *rs, int n)
                     if (q < worst) worst = q, where = rs[i].name;
                 }
         if (worst < INFINITY)
-            fprintf(f, "- Goal: %s on issue 19's models run side by side (chain10, chain100, tree63, tree255,\n"
-                       "  humanoid): worst %.2f (%s): **%s**. chain1000: below.\n", gname[k], worst, where,
+            fprintf(f, "- Goal: %s on issue 19's models run side by side (chain10, chain100, chain1000,\n"
+                       "  tree63, tree255, humanoid): worst %.2f (%s): **%s**.\n", gname[k], worst, where,
                     worst >= gmin[k] ? "met" : "not met");
     }
     for (int i = 0; i < n; ++i)

@@ -128,6 +128,10 @@ int pin_set_inputs(pin_side *s, const double *q, const double *u, const double *
 int pin_max_nu(void);
 /* Whether Pinocchio runs an op (OP_FULL, OP_ID, OP_MASS_KIN, OP_ABA_DERIV, OP_RNEA_DERIV). */
 int pin_has_op(bench_op op);
+/* Whether Pinocchio runs an op on a model of nu u: its derivatives only up to 400 u (at chain1000
+   its computeABADerivatives and mbk's differ by 9e-9 relative, the round-off M^-1 amplifies on a
+   1000-link chain, above the cross-check's 1e-9; and its dense O(nu^3) product takes seconds). */
+int pin_runs_op(bench_op op, int nu);
 /* Run the op once and copy its result out in mbk's order and conventions (as mb_eval). */
 int pin_eval(pin_side *s, bench_op op, double *out);
 /* Where pin_eval's result starts to be comparable with mbk's: 0, or for the derivatives of a

@@ -164,7 +164,7 @@ void bench_ops_start(model_run *mr)
            has no derivatives */
         *t = (timing){.k = NSIDES, .run = {run_mb, run_sb, run_mj, run_mj4, run_pin, run_df},
                       .side = {mr->mb, op == OP_MASS_KIN || OPS[op].no_simbody ? NULL : mr->sb, op == OP_FULL ? mr->mj : NULL,
-                               op == OP_FULL ? mr->mj4 : NULL, pin_has_op((bench_op)op) ? mr->pn : NULL, mr->df},
+                               op == OP_FULL ? mr->mj4 : NULL, pin_runs_op((bench_op)op, res->nu) ? mr->pn : NULL, mr->df},
                       .who = {w[0], w[1], w[2], w[3], w[4], w[5]},
                       .out = {&res->mb[op], &res->sb[op], &res->mj, &res->mj4, &res->pn[op], &res->df[op]},
                       .allocs = &res->allocs[op], .op = (bench_op)op};
