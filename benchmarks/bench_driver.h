@@ -276,6 +276,8 @@ void bench_write_targets(FILE *f, const result *rs, int n);
 void bench_write_pinocchio(FILE *f, const result *rs, int n);
 void bench_write_default_build(FILE *f, const result *rs, int n);
 void bench_write_previous(FILE *f, const result *rs, int n);
+/* Issue 19's goals against RBDL, on ANCHORS.md's figures (RBDL is not built here). */
+void bench_write_rbdl(FILE *f, const result *rs, int n);
 /* Cost per body of each operation against the core's FMA rate at ghz. */
 void bench_write_limits(FILE *f, const result *rs, int n, double ghz);
 

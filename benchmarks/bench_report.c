@@ -415,6 +415,7 @@ void bench_write_report(FILE *f, const result *rs, int n, double wall)
     fprintf(f, "\n");
 
     bench_write_pinocchio(f, rs, n);
+    bench_write_rbdl(f, rs, n);
     bench_write_derivatives(f, rs, n);
     bench_write_drake(f, rs, n);
     bench_write_limits(f, rs, n, cpu_ghz());

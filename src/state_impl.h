@@ -119,6 +119,13 @@ static inline st_cache *st_cache_recs(const mbk_state *s)
 {
     return (st_cache *)(s->block + st_hdr_of(s)->cache_off);
 }
+/* The bytes of cache entry `index` of subsystem `sub`, unchecked: for the library's own
+   subsystems, whose indices come from their own allocations and whose public calls have
+   already checked the State (mbk_state_upd_cache checks every argument). */
+static inline void *st_cache_bytes(const mbk_state *s, int sub, int index)
+{
+    return s->block + st_cache_recs(s)[st_sub_of(s, sub)->cache0 + index].off;
+}
 /* The doubles at byte offset `off` of the block. */
 static inline double *st_dbl_at(const mbk_state *s, size_t off) { return (double *)(s->block + off); }
 /* Room for a copy of y (ny doubles), for calls that must leave y as it was on failure. */

@@ -80,10 +80,9 @@ static int set_y_part(mbk_state *s, int which, const double *v, int n, const cha
     if (n != want)
         return mbk_set_error(MBK_EINVAL, "%s: got %d values but the state has %d", fn, n, want);
     if (n > 0 && !v) return mbk_set_error(MBK_EINVAL, "%s: values pointer is NULL", fn);
-    for (int i = 0; i < n; ++i)
-        if (!isfinite(v[i]))
-            return mbk_set_error(MBK_ENOTFINITE, "%s: value %d is %g; nothing was changed", fn, i,
-                                 v[i]);
+    const int bad = mbk_find_nonfinite(v, n);
+    if (bad >= 0)
+        return mbk_set_error(MBK_ENOTFINITE, "%s: value %d is %g; nothing was changed", fn, bad, v[bad]);
     const st_hdr *h = st_hdr_of(s);
     int part = which == 3 ? 0 : which;
     if (n > 0) memcpy(st_dbl_at(s, h->y_off) + y_section(h, part), v, (size_t)n * sizeof(double));
@@ -215,10 +214,9 @@ int st_check_finite(const mbk_state *s, mbk_stage stage)
     else if (stage == MBK_STAGE_VELOCITY) { lo = h->nq; n = h->nu; which = 1; }
     else if (stage == MBK_STAGE_DYNAMICS) { lo = h->nq + h->nu; n = h->nz; which = 2; }
     else return MBK_OK;
-    for (int i = 0; i < n; ++i)
-        if (!isfinite(y[lo + i]))
-            return mbk_set_error(MBK_ENOTFINITE,
-                                 "%s[%d] is %g; cannot realize %s: set finite values first",
-                                 what[which], i, y[lo + i], mbk_stage_name(stage));
+    const int i = mbk_find_nonfinite(y + lo, n);
+    if (i >= 0)
+        return mbk_set_error(MBK_ENOTFINITE, "%s[%d] is %g; cannot realize %s: set finite values first",
+                             what[which], i, y[lo + i], mbk_stage_name(stage));
     return MBK_OK;
 }

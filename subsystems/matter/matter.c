@@ -756,7 +756,7 @@ int mbk_matter_normalize_quaternions(const mbk_matter *m, mbk_state *s)
     const int *lay = qlayout(m, s);
     bool euler = layout_euler(m, lay);
     const double *q = mbk_state_get_subsystem_q(s, m->sub);
-    if ((rc = mt_check_q(m, lay, euler, q, mbk_state_get_subsystem_nq(s, m->sub))) < 0)
+    if ((rc = mt_check_q(m, lay, euler, q, mbk_state_get_subsystem_nq(s, m->sub), true)) < 0)
         return mbk_set_error(rc, "%s: %s", fn, mbk_last_error());
     double *w = NULL; /* writable view, taken (and Position invalidated) only if needed */
     for (int i = 1; i < m->nb; ++i) {

@@ -3,6 +3,7 @@
 #define MBK_MATTER_IMPL_H
 
 #include "mbk/matter.h"
+#include "state_impl.h"
 #include "mt_inertia.h"
 
 /* Topology data of one body. */
@@ -256,9 +257,11 @@ size_t mt_dws_bytes(const mbk_matter *m);
 /* Cache access                                                         */
 /* ------------------------------------------------------------------ */
 
+/* Unchecked (st_cache_bytes): every matter entry point checks the State first, and these
+   lookups are a fixed cost of every call, most of it on small models. */
 static inline void *mt_cache(const mbk_matter *m, const mbk_state *s, int which)
 {
-    return mbk_state_upd_cache(s, m->sub, m->cache[which]);
+    return st_cache_bytes(s, m->sub, m->cache[which]);
 }
 
 /* Per body: q start and q count within matter's q, then each Pin's q index,
@@ -330,10 +333,10 @@ static inline void copy_small(double *dst, const double *src, int n)
     for (int i = 0; i < n; ++i) dst[i] = src[i];
 }
 
-/* MBK_OK unless q give no pose: NaN or infinity anywhere (MBK_ENOTFINITE), or a
-   zero quaternion (MBK_EINVAL); the message names the body. A cheap scan of q,
-   then the quaternions' lengths. */
-int mt_check_q(const mbk_matter *m, const int *lay, bool euler, const double *q, int nq);
+/* MBK_OK unless q give no pose: NaN or infinity anywhere (MBK_ENOTFINITE; looked for
+   only with scan_finite, as realize_position need not: the System checks every q before
+   Position), or a zero quaternion (MBK_EINVAL); the message names the body. */
+int mt_check_q(const mbk_matter *m, const int *lay, bool euler, const double *q, int nq, bool scan_finite);
 /* Matter's realize ops of the later stages (matter_kinematics.c, matter_dynamics.c). */
 int mt_realize_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s);
 int mt_realize_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s);

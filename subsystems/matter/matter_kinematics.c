@@ -69,9 +69,9 @@ static void pin_sines_cosines(const mbk_matter *m, const int *pin_q, const doubl
 }
 
 /* Body poses, H in Ground and spatial inertias in Ground, base to tip. */
-int mt_check_q(const mbk_matter *m, const int *lay, bool euler, const double *q, int nq)
+int mt_check_q(const mbk_matter *m, const int *lay, bool euler, const double *q, int nq, bool scan_finite)
 {
-    int k = mbk_find_nonfinite(q, nq);
+    int k = scan_finite ? mbk_find_nonfinite(q, nq) : -1;
     if (k >= 0) {
         int b = 1;
         while (b + 1 < m->nb && lay[2 * (b + 1)] <= k) ++b;
@@ -97,7 +97,8 @@ int mt_realize_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     const int *lay = qlayout(m, s);
     bool euler = layout_euler(m, lay);
     const double *q = mbk_state_get_subsystem_q(s, m->sub);
-    int rc = mt_check_q(m, lay, euler, q, mbk_state_get_subsystem_nq(s, m->sub));
+    /* the System has checked every q finite before Position (st_check_finite) */
+    int rc = mt_check_q(m, lay, euler, q, mbk_state_get_subsystem_nq(s, m->sub), false);
     if (rc < 0) return rc;
     double *qn = mt_cache(m, s, C_QN), *sc = mt_cache(m, s, C_TRIG);
     mt_pos *pos = mt_cache(m, s, C_POS);
@@ -205,14 +206,7 @@ int mt_realize_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     const mbk_matter *m = impl;
     const int *lay = qlayout(m, s);
     bool euler = layout_euler(m, lay);
-    const double *u = mbk_state_get_subsystem_u(s, m->sub);
-    int k = mbk_find_nonfinite(u, m->nu);
-    if (k >= 0) {
-        int b = 1;
-        while (b + 1 < m->nb && m->bodies[b + 1].u0 <= k) ++b;
-        return mbk_set_error(MBK_ENOTFINITE, "matter: u[%d] (speed %d of body %d) is %g; set finite speeds "
-                             "(the State's u are kept as they are)", k, k - m->bodies[b].u0, b, u[k]);
-    }
+    const double *u = mbk_state_get_subsystem_u(s, m->sub); /* finite: the System checked before Velocity */
     const double *qn = mt_cache(m, s, C_QN);
     const mt_pos *pos = mt_cache(m, s, C_POS);
     const mt_joint_frame *jf = mt_cache(m, s, C_JOINT);
