@@ -9,10 +9,7 @@ mbk=$1 mpi=${2:-} work=${3:-$(mktemp -d)}
 here=$(cd "$(dirname "$0")" && pwd)
 export OPENBLAS_NUM_THREADS=1
 rm -rf "$work"; mkdir -p "$work"; cd "$work"
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-check() { if "$@"; then ok; else bad "$*"; fi; }
+. "$here/check_lib.sh"
 
 # 1. threads: 1, 2, 4 give the same bytes (constraints: the four-bar, assembled per member)
 common=(builtin:fourbar --samples 5 --seed 7 --vary 'u0:crank_pin=uniform(1,4)' --vary 'mass:coupler=list(0.5,2)'

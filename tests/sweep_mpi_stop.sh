@@ -12,11 +12,9 @@
 set -u
 mbk=$(realpath "$1") work=${2:-$(mktemp -d)}
 export OPENBLAS_NUM_THREADS=1
+here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work"; mkdir -p "$work"; cd "$work"
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-check() { if "$@"; then ok; else bad "$*"; fi; }
+. "$here/check_lib.sh"
 mpi=(mpirun --allow-run-as-root --oversubscribe)
 opts=(--samples 200 --seed 3 --vary 'q0:joint1=uniform(0,1)' --t-final 2 --threads 1 --plot none --quiet)
 
