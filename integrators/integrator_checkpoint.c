@@ -28,6 +28,19 @@ enum { NSTATS = (int)(sizeof(mbk_integrator_stats) / sizeof(long)), CK_CONTAINER
 /* Writing                                                              */
 /* ------------------------------------------------------------------ */
 
+/* The Jacobian source as its checkpoint byte, and back (a byte above 2: an invalid source,
+   which settings_ok refuses). */
+static unsigned jacobian_byte(mbk_jacobian_source src)
+{
+    return src == MBK_JACOBIAN_SUNDIALS_DQ ? 0u : src == MBK_JACOBIAN_ANALYTIC ? 1u : 2u;
+}
+
+static mbk_jacobian_source jacobian_source_of(unsigned byte)
+{
+    return byte == 0 ? MBK_JACOBIAN_SUNDIALS_DQ : byte == 1 ? MBK_JACOBIAN_ANALYTIC
+                                                  : byte == 2 ? MBK_JACOBIAN_FD : (mbk_jacobian_source)-1;
+}
+
 /* The payload (a counting writer only counts). */
 static int write_payload(const mbk_integrator *ig, const void *app, size_t app_n, mbk_bytes_writer *w, const char *fn)
 {
@@ -48,7 +61,9 @@ static int write_payload(const mbk_integrator *ig, const void *app, size_t app_n
                          st->fixed_step, st->initial_step, st->min_step, st->max_step};
     for (size_t i = 0; i < sizeof sd / sizeof *sd; ++i) mbk_bytes_put_f64(w, sd[i]);
     mbk_bytes_put_i64(w, st->max_steps);
-    mbk_bytes_put_u8(w, st->use_system_jacobian);
+    /* the Jacobian source in the byte that once held use_system_jacobian: 0 SUNDIALS' difference
+       quotients, 1 analytic, 2 mbk's differences (images of either meaning read the same) */
+    mbk_bytes_put_u8(w, jacobian_byte(st->jacobian_source));
     mbk_bytes_put_u8(w, st->project_error_estimate);
     mbk_bytes_put_u8(w, ig->cons_tol_given);
     mbk_bytes_put_u8(w, ig->event_tol_given);
@@ -180,7 +195,8 @@ static int parse(const unsigned char *p, size_t n, ck_ig *c, char *why, size_t c
                     &st->fixed_step, &st->initial_step, &st->min_step, &st->max_step};
     for (size_t i = 0; i < sizeof sd / sizeof *sd; ++i) *sd[i] = mbk_bytes_get_f64(&r);
     st->max_steps = (long)mbk_bytes_get_i64(&r);
-    st->use_system_jacobian = mbk_bytes_get_u8(&r);
+    st->jacobian_source = jacobian_source_of(mbk_bytes_get_u8(&r));
+    st->use_system_jacobian = st->jacobian_source != MBK_JACOBIAN_SUNDIALS_DQ;
     st->project_error_estimate = mbk_bytes_get_u8(&r);
     c->cons_tol_given = mbk_bytes_get_u8(&r);
     c->event_tol_given = mbk_bytes_get_u8(&r);
@@ -231,7 +247,9 @@ static bool settings_ok(const mbk_integrator_settings *s)
            s->constraint_tol > 0 && isfinite(s->constraint_tol) && s->event_tol > 0 &&
            isfinite(s->event_tol) && s->fixed_step >= 0 && isfinite(s->fixed_step) &&
            s->initial_step >= 0 && isfinite(s->initial_step) && s->min_step >= 0 &&
-           isfinite(s->min_step) && s->max_step > 0 && s->max_step >= s->min_step && s->max_steps > 0;
+           isfinite(s->min_step) && s->max_step > 0 && s->max_step >= s->min_step && s->max_steps > 0 &&
+           (s->jacobian_source == MBK_JACOBIAN_ANALYTIC || s->jacobian_source == MBK_JACOBIAN_FD ||
+            s->jacobian_source == MBK_JACOBIAN_SUNDIALS_DQ);
 }
 
 /* Check the container and parse it (no integrator needed). */

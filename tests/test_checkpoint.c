@@ -922,6 +922,30 @@ static void test_pending_events(void)
     mbk_system_destroy(sys);
 }
 
+/* The Jacobian source (mbk_integrator_set_jacobian_source) is part of the settings an image
+   carries: each of the three comes back as it was, with use_system_jacobian to match. */
+static void test_jacobian_source_resume(void)
+{
+    counters ev = {0};
+    mbk_system *sys = make_pend(&ev);
+    mbk_state *s0 = pend_state(sys);
+    const mbk_jacobian_source srcs[] = {MBK_JACOBIAN_FD, MBK_JACOBIAN_SUNDIALS_DQ, MBK_JACOBIAN_ANALYTIC};
+    for (size_t i = 0; i < sizeof srcs / sizeof *srcs; ++i) {
+        mbk_integrator *a = make(I_BDF, sys);
+        CHECK_INT(mbk_integrator_set_jacobian_source(a, srcs[i]), MBK_OK);
+        CHECK_INT(mbk_integrator_initialize(a, s0), MBK_OK);
+        mbk_integrator *b = reload(I_BDF, sys, a);
+        if (!CHECK(b != NULL)) continue;
+        mbk_integrator_settings st;
+        CHECK_INT(mbk_integrator_get_settings(b, &st), MBK_OK);
+        CHECK_INT(st.jacobian_source, srcs[i]);
+        CHECK(st.use_system_jacobian == (srcs[i] != MBK_JACOBIAN_SUNDIALS_DQ));
+        mbk_integrator_destroy(b);
+    }
+    mbk_state_destroy(s0);
+    mbk_system_destroy(sys);
+}
+
 static void test_sundials_resume(void)
 {
     counters ev = {0};
@@ -1162,6 +1186,7 @@ int main(void)
     test_rk_file_resume();
     test_pending_events();
     test_sundials_resume();
+    test_jacobian_source_resume();
     test_integrator_refusals();
     test_integrator_rollback();
     char cmd[600];
