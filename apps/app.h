@@ -144,6 +144,8 @@ typedef struct app_series {
 } app_series;
 
 int app_series_add(app_series *ser, double t, const double *q, const double *u, double ke, double pe);
+/* Add the State's t, q, u and energies as a sample: APP_OK, or APP_FAILED with a message. */
+int app_series_sample(app_series *ser, const mbk_system *sys, const mbk_state *s);
 void app_series_free(app_series *ser);
 /* CSV: t,q0..,u0..,energy (and kinetic,potential). 0 or -1 (errno set). */
 int app_write_csv(const char *path, const app_series *ser);

@@ -234,17 +234,6 @@ app_integrator *app_checkpoint_read(const char *path, const mbk_system *sys, app
 
 /* ---- resuming a run ------------------------------------------------------------- */
 
-static int sample_state(const mbk_system *sys, const mbk_state *s, app_series *ser)
-{
-    double ke = 0, pe = 0;
-    if (mbk_system_calc_energy(sys, s, &ke, &pe) < 0) return app_fail("computing the energy");
-    if (app_series_add(ser, mbk_state_get_time(s), mbk_state_get_q(s), mbk_state_get_u(s), ke, pe)) {
-        fprintf(stderr, "mbk: out of memory for the trajectory\n");
-        return APP_FAILED;
-    }
-    return APP_OK;
-}
-
 int app_resume(const char *path, const app_model *m, const char *csv, double interval, bool interval_given,
                double t_final, app_series *ser, app_resumed *r)
 {
@@ -282,5 +271,5 @@ int app_resume(const char *path, const app_model *m, const char *csv, double int
         if (rc == 0) r->kept_rows = ser->n;
     }
     /* without the trajectory so far, it starts at the checkpoint */
-    return ser->n == 0 ? sample_state(m->sys, s, ser) : APP_OK;
+    return ser->n == 0 ? app_series_sample(ser, m->sys, s) : APP_OK;
 }

@@ -76,6 +76,17 @@ int app_series_add(app_series *ser, double t, const double *q, const double *u, 
     return 0;
 }
 
+int app_series_sample(app_series *ser, const mbk_system *sys, const mbk_state *s)
+{
+    double ke = 0, pe = 0;
+    if (mbk_system_calc_energy(sys, s, &ke, &pe) < 0) return app_fail("computing the energy");
+    if (app_series_add(ser, mbk_state_get_time(s), mbk_state_get_q(s), mbk_state_get_u(s), ke, pe)) {
+        fprintf(stderr, "mbk: out of memory for the trajectory\n");
+        return APP_FAILED;
+    }
+    return APP_OK;
+}
+
 void app_series_free(app_series *ser)
 {
     free(ser->t), free(ser->q), free(ser->u), free(ser->ke), free(ser->pe);

@@ -418,17 +418,6 @@ static int apply_list(const app_model *m, mbk_state *s, const char *text, bool i
     return status;
 }
 
-static int sample(app_series *ser, const mbk_system *sys, const mbk_state *s)
-{
-    double ke = 0, pe = 0;
-    if (mbk_system_calc_energy(sys, s, &ke, &pe) < 0) return app_fail("computing the energy");
-    if (app_series_add(ser, mbk_state_get_time(s), mbk_state_get_q(s), mbk_state_get_u(s), ke, pe)) {
-        fprintf(stderr, "mbk: out of memory for the trajectory\n");
-        return APP_FAILED;
-    }
-    return APP_OK;
-}
-
 /* Friction elements keep the energy they dissipated: the total and the balance. */
 static void print_dissipation(const app_model *m, const mbk_state *s, double e0, double e_end)
 {
@@ -501,7 +490,7 @@ static int cmd_run(const run_options *o)
         goto out;
     }
     ser.nq = mbk_state_get_nq(app_integrator_state(ig)), ser.nu = mbk_state_get_nu(app_integrator_state(ig));
-    if ((status = sample(&ser, m.sys, app_integrator_state(ig)))) goto out;
+    if ((status = app_series_sample(&ser, m.sys, app_integrator_state(ig)))) goto out;
     snprintf(rs.meta.integrator, sizeof rs.meta.integrator, "%s", o->integrator);
     rs.meta.t0 = ser.t[0], rs.meta.e0 = ser.ke[0] + ser.pe[0];
 simulate:;
@@ -533,7 +522,7 @@ simulate:;
             break;
         }
         s = app_integrator_state(ig);
-        if ((status = sample(&ser, m.sys, s))) break;
+        if ((status = app_series_sample(&ser, m.sys, s))) break;
         max_drift = fmax(max_drift, fabs(ser.ke[ser.n - 1] + ser.pe[ser.n - 1] - e0));
         e_scale = fmax(e_scale, fabs(ser.ke[ser.n - 1]) + fabs(ser.pe[ser.n - 1]));
         if (o->checkpoint && (t >= next_checkpoint || k == n)) {

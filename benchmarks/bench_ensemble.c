@@ -27,11 +27,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "bench_chain.h"
 #ifdef MBK_HAVE_MPI
 #include <mbk/ensemble_mpi.h>
 #endif
 
-static const double PI = 3.14159265358979323846;
 
 /* ---- counting allocator: live and peak bytes ---- */
 static atomic_long live_bytes, peak_bytes;
@@ -81,21 +82,11 @@ static double now(void)
 }
 
 /* ---- chain10 ---- */
+/* chainN (bench_chain.h), or the program stops with the library's message. */
 static mbk_system *build_chain(int n)
 {
-    mbk_system *sys = mbk_multibody_create("chain");
-    mbk_matter *mt = mbk_multibody_upd_matter(sys);
-    mbk_mass_props box = mbk_mass_props_from_central(1.0, mbk_vec3_make(0.5, 0, 0),
-                                                     mbk_mat33_diag(0.02 / 12, 1.01 / 12, 1.01 / 12));
-    mbk_transform to_y = mbk_transform_from_axis_angle(mbk_vec3_make(1, 0, 0), -PI / 2, mbk_vec3_zero());
-    int parent = 0;
-    for (int i = 0; i < n; ++i) {
-        mbk_transform X_BM = i % 2 == 0 ? to_y : mbk_transform_identity(), X_PF = X_BM;
-        if (i > 0) X_PF.p = mbk_vec3_make(1, 0, 0);
-        parent = mbk_matter_add_body(mt, parent, &X_PF, &box, &X_BM, mbk_mobilizer_pin());
-    }
-    mbk_force_add_gravity(mbk_multibody_upd_forces(sys), mbk_vec3_make(0, 0, -9.81));
-    if (mbk_system_realize_topology(sys) < 0) {
+    mbk_system *sys = bench_chain_system(n);
+    if (!sys) {
         fprintf(stderr, "%s\n", mbk_last_error());
         exit(1);
     }

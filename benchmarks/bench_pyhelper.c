@@ -20,7 +20,8 @@
 #include <string.h>
 #include <time.h>
 
-static const double PI = 3.14159265358979323846;
+#include "bench_chain.h"
+
 
 static double now_s(void)
 {
@@ -35,28 +36,6 @@ static int fail(const char *what)
     return 1;
 }
 
-static mbk_system *build_chain(int n)
-{
-    mbk_system *sys = mbk_multibody_create("chain");
-    if (!sys) return NULL;
-    mbk_matter *mt = mbk_multibody_upd_matter(sys);
-    mbk_mass_props box = mbk_mass_props_from_central(1.0, mbk_vec3_make(0.5, 0, 0),
-                                                     mbk_mat33_diag(0.02 / 12, 1.01 / 12, 1.01 / 12));
-    mbk_transform to_y = mbk_transform_from_axis_angle(mbk_vec3_make(1, 0, 0), -PI / 2, mbk_vec3_zero());
-    int parent = 0;
-    for (int i = 0; i < n; ++i) {
-        mbk_transform X_BM = i % 2 == 0 ? to_y : mbk_transform_identity(), X_PF = X_BM;
-        if (i > 0) X_PF.p = mbk_vec3_make(1, 0, 0);
-        parent = mbk_matter_add_body(mt, parent, &X_PF, &box, &X_BM, mbk_mobilizer_pin());
-        if (parent < 0) break;
-    }
-    if (parent < 0 || mbk_force_add_gravity(mbk_multibody_upd_forces(sys), mbk_vec3_make(0, 0, -9.81)) < 0 ||
-        mbk_system_realize_topology(sys) < 0) {
-        mbk_system_destroy(sys);
-        return NULL;
-    }
-    return sys;
-}
 
 static mbk_state *initial_state(const mbk_system *sys)
 {
@@ -140,7 +119,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "mbk_bench_pyhelper: N must be 1..100000\n");
         return 2;
     }
-    mbk_system *sys = build_chain(n);
+    mbk_system *sys = bench_chain_system(n);
     if (!sys) return fail("building the chain");
     mbk_state *s = initial_state(sys);
     int rc;
