@@ -632,14 +632,14 @@ int mbk_matter_calc_qdot_derivatives(const mbk_matter *m, const mbk_state *s, do
     do {                                                                                            \
         double e_[W], o_[W];                                                                        \
         for (int k_ = 0; k_ < (W); ++k_) { e_[k_] = xin[k_]; o_[k_] = 0.0; }                        \
-        int t_ = cnt - 1;                                                                           \
-        for (; t_ >= 1; t_ -= 2) {                                                                  \
-            const double f0_ = c[t_], f1_ = c[t_ - 1];                                              \
-            const double *y0_ = X + (size_t)row[t_] * ld + (size_t)cc, *y1_ = X + (size_t)row[t_ - 1] * ld + (size_t)cc; \
+        int t_ = 0;                                                                                 \
+        for (; t_ + 1 < cnt; t_ += 2) {                                                             \
+            const double f0_ = c[t_], f1_ = c[t_ + 1];                                              \
+            const double *y0_ = X + (size_t)row[t_] * ld + (size_t)cc, *y1_ = X + (size_t)row[t_ + 1] * ld + (size_t)cc; \
             for (int k_ = 0; k_ < (W); ++k_) { e_[k_] -= f0_ * y0_[k_]; o_[k_] -= f1_ * y1_[k_]; } \
         }                                                                                           \
-        if (t_ == 0) {                                                                              \
-            const double f0_ = c[0], *y0_ = X + (size_t)row[0] * ld + (size_t)cc;                   \
+        if (t_ < cnt) {                                                                             \
+            const double f0_ = c[t_], *y0_ = X + (size_t)row[t_] * ld + (size_t)cc;                 \
             for (int k_ = 0; k_ < (W); ++k_) e_[k_] -= f0_ * y0_[k_];                               \
         }                                                                                           \
         for (int k_ = 0; k_ < (W); ++k_) x[cc + k_] = sc * (e_[k_] + o_[k_]);                      \
