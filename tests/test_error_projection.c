@@ -25,25 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GRAV 9.81
 enum { NY_MAX = 32, M_MAX = 8 };
 
 static unsigned long seed = 12345;
 static double rnd(void) { return lcg_uniform(&seed); } /* uniform in [-1, 1) */
-
-/* A free body (quaternion) held by a Rod from a ground point to one of its stations. */
-static mbk_system *rod_pendulum(void)
-{
-    mbk_system *sys = mbk_multibody_create("rod");
-    mbk_matter *m = mbk_multibody_upd_matter(sys);
-    mbk_transform id = mbk_transform_identity();
-    mbk_mass_props mp = mbk_mass_props_from_central(1.0, mbk_vec3_make(0, 0, 0), mbk_mat33_diag(0.1, 0.2, 0.3));
-    mbk_matter_add_body(m, 0, &id, &mp, &id, mbk_mobilizer_free());
-    mbk_force_add_gravity(mbk_multibody_upd_forces(sys), mbk_vec3_make(0, -GRAV, 0));
-    mbk_constraint_add_rod(m, 0, mbk_vec3_make(0, 1, 0), 1, mbk_vec3_make(0.2, 0.1, -0.1), 1.0);
-    mbk_system_realize_topology(sys);
-    return sys;
-}
 
 /* max |R x| over rows r0..r1-1 of G (nu columns). */
 static double row_residual(const double *G, int nu, int r0, int r1, const double *x)

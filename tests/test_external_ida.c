@@ -36,19 +36,6 @@
 
 enum { N_MAX = 32 };
 
-static mbk_system *rod_pendulum(void)
-{
-    mbk_system *sys = mbk_multibody_create("rod");
-    mbk_matter *m = mbk_multibody_upd_matter(sys);
-    mbk_transform id = mbk_transform_identity();
-    mbk_mass_props mp = mbk_mass_props_from_central(1.0, mbk_vec3_make(0, 0, 0), mbk_mat33_diag(0.1, 0.2, 0.3));
-    mbk_matter_add_body(m, 0, &id, &mp, &id, mbk_mobilizer_free());
-    mbk_force_add_gravity(mbk_multibody_upd_forces(sys), mbk_vec3_make(0, -9.81, 0));
-    mbk_constraint_add_rod(m, 0, mbk_vec3_make(0, 1, 0), 1, mbk_vec3_make(0.2, 0.1, -0.1), 1.0);
-    mbk_system_realize_topology(sys);
-    return sys;
-}
-
 typedef struct user {
     const mbk_system *sys;
     mbk_state *work;
