@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_models.h"
+
 enum { N = 12, NY_MAX = 32 };
 static const uint64_t SEED = 20240917u;
 static const double T_FINAL = 0.6;
@@ -92,26 +94,14 @@ static model build(void)
     m.sys = mbk_multibody_create("ensemble-test");
     mbk_matter *mt = mbk_multibody_upd_matter(m.sys);
     mbk_forces *f = mbk_multibody_upd_forces(m.sys);
-    const double len[3] = {0.4, 1.0, 0.8}, mass[3] = {0.5, 1.0, 0.8};
-    mbk_transform I = mbk_transform_identity();
     int ids[3];
-    for (int i = 0; i < 3; ++i) {
-        double L = len[i], mm = mass[i];
-        mbk_mass_props mp = mbk_mass_props_from_central(mm, mbk_vec3_make(L / 2, 0, 0),
-                                                        mbk_mat33_diag(mm * 0.0004, mm * L * L / 12, mm * L * L / 12));
-        mbk_transform X_PF = I;
-        int parent = 0;
-        if (i == 1) parent = ids[0], X_PF.p = mbk_vec3_make(len[0], 0, 0);
-        if (i == 2) X_PF.p = mbk_vec3_make(1.0, 0, 0);
-        ids[i] = mbk_matter_add_body(mt, parent, &X_PF, &mp, &I, mbk_mobilizer_pin());
-    }
+    m.gravity = builtin_fourbar_add(m.sys, mbk_vec3_make(0, -2.0, -9.81), ids);
+    mbk_force_set_name(f, m.gravity, "gravity");
     m.crank = ids[0], m.coupler = ids[1], m.rocker = ids[2];
-    mbk_constraint_add_ball(mt, m.coupler, mbk_vec3_make(len[1], 0, 0), m.rocker, mbk_vec3_make(len[2], 0, 0));
+    mbk_transform I = mbk_transform_identity();
     mbk_mass_props ball = mbk_mass_props_from_central(0.3, mbk_vec3_zero(), mbk_mat33_diag(1.2e-3, 1.2e-3, 1.2e-3));
     mbk_transform X_ball = mbk_transform_from_p(mbk_vec3_make(3, 0, 0));
     m.ball = mbk_matter_add_body(mt, 0, &X_ball, &ball, &I, mbk_mobilizer_free());
-    m.gravity = mbk_force_add_gravity(f, mbk_vec3_make(0, -2.0, -9.81));
-    mbk_force_set_name(f, m.gravity, "gravity");
     const double hc[6] = {2e6, 0.5, 0.8, 0.6, 0.1, 0.05};
     m.contact = mbk_force_add_hunt_crossley_sphere(f, m.ball, mbk_vec3_zero(), 0.1, 0.0, hc);
     mbk_force_set_name(f, m.contact, "contact");

@@ -19,76 +19,16 @@
 #include "mbk/status.h"
 #include "mbk/system.h"
 #include "mbk_test.h"
+#include "test_models.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define GRAV 9.81
 enum { NY_MAX = 32, M_MAX = 8 };
 
 static unsigned long seed = 12345;
-static double rnd(void) /* uniform in [-1, 1) */
-{
-    seed = seed * 6364136223846793005UL + 1442695040888963407UL;
-    return (double)((seed >> 11) & ((1UL << 52) - 1)) / (double)(1UL << 51) - 1.0;
-}
-
-static int ok(int rc, const char *what)
-{
-    if (rc < 0) fprintf(stderr, "    %s: %s\n", what, mbk_last_error());
-    return rc >= 0;
-}
-
-/* Planar four-bar built in 3-D (links 0.5, 1.1, 0.8; pivots 1.2 apart), closed by a Ball. */
-static mbk_system *fourbar(bool close)
-{
-    const double l[3] = {0.5, 1.1, 0.8}, mass[3] = {1.2, 2.0, 1.5};
-    mbk_system *sys = mbk_multibody_create("four-bar");
-    mbk_matter *m = mbk_multibody_upd_matter(sys);
-    mbk_transform id = mbk_transform_identity();
-    for (int i = 0; i < 3; ++i) {
-        mbk_transform X_PF = mbk_transform_from_p(mbk_vec3_make(i ? l[i - 1] : 0, 0, 0));
-        double Izz = mass[i] * l[i] * l[i] / 12;
-        mbk_mass_props mp = mbk_mass_props_from_central(mass[i], mbk_vec3_make(l[i] / 2, 0, 0),
-                                                        mbk_mat33_diag(0.002, Izz, Izz));
-        mbk_matter_add_body(m, i, &X_PF, &mp, &id, mbk_mobilizer_pin());
-    }
-    mbk_force_add_gravity(mbk_multibody_upd_forces(sys), mbk_vec3_make(0, -GRAV, 0));
-    if (close) mbk_constraint_add_ball(m, 0, mbk_vec3_make(1.2, 0, 0), 3, mbk_vec3_make(l[2], 0, 0));
-    mbk_system_realize_topology(sys);
-    return sys;
-}
-
-/* A free body (quaternion) held by a Rod from a ground point to one of its stations. */
-static mbk_system *rod_pendulum(void)
-{
-    mbk_system *sys = mbk_multibody_create("rod");
-    mbk_matter *m = mbk_multibody_upd_matter(sys);
-    mbk_transform id = mbk_transform_identity();
-    mbk_mass_props mp = mbk_mass_props_from_central(1.0, mbk_vec3_make(0, 0, 0), mbk_mat33_diag(0.1, 0.2, 0.3));
-    mbk_matter_add_body(m, 0, &id, &mp, &id, mbk_mobilizer_free());
-    mbk_force_add_gravity(mbk_multibody_upd_forces(sys), mbk_vec3_make(0, -GRAV, 0));
-    mbk_constraint_add_rod(m, 0, mbk_vec3_make(0, 1, 0), 1, mbk_vec3_make(0.2, 0.1, -0.1), 1.0);
-    mbk_system_realize_topology(sys);
-    return sys;
-}
-
-/* A four-bar State on the manifold with a crank speed, at Velocity. */
-static mbk_state *fourbar_state(const mbk_system *sys)
-{
-    mbk_state *s = mbk_state_create();
-    mbk_state_init(s, sys);
-    mbk_system_realize(sys, s, MBK_STAGE_MODEL);
-    const double q[3] = {0.9, 0.8, -2.0}, u[3] = {1.3, 0, 0};
-    const bool locked[3] = {true, false, false};
-    mbk_state_set_q(s, q, 3);
-    mbk_state_set_u(s, u, 3);
-    CHECK(ok(mbk_system_assemble_locked(sys, s, 1e-13, locked), "assembly"));
-    CHECK(ok(mbk_system_project(sys, s, 1e-13), "projection"));
-    CHECK(ok(mbk_system_realize(sys, s, MBK_STAGE_VELOCITY), "realize"));
-    return s;
-}
+static double rnd(void) { return lcg_uniform(&seed); } /* uniform in [-1, 1) */
 
 /* max |R x| over rows r0..r1-1 of G (nu columns). */
 static double row_residual(const double *G, int nu, int r0, int r1, const double *x)
@@ -112,9 +52,9 @@ static double max_diff(const double *a, const double *b, int n)
 /* (1) four-bar: N = I, so P dq = 0 and [P; V] du = 0 with G's rows. */
 static void test_fourbar_projection(void)
 {
-    mbk_system *sys = fourbar(true);
+    mbk_system *sys = fourbar();
     const mbk_matter *m = mbk_multibody_get_matter(sys);
-    mbk_state *s = fourbar_state(sys);
+    mbk_state *s = fourbar_state(sys, MBK_STAGE_VELOCITY);
     int ny = mbk_state_get_ny(s), nq = mbk_state_get_nq(s), nu = mbk_state_get_nu(s);
     int mp = mbk_state_get_nqerr(s), k = mbk_state_get_nuerr(s);
     CHECK_INT(nq, 3);
@@ -219,7 +159,7 @@ static void test_quaternion_projection(void)
 /* (2) no constraints: yerr unchanged. */
 static void test_no_constraints(void)
 {
-    mbk_system *sys = fourbar(false);
+    mbk_system *sys = fourbar_chain(false);
     mbk_state *s = mbk_state_create();
     mbk_state_init(s, sys);
     CHECK(ok(mbk_system_realize(sys, s, MBK_STAGE_VELOCITY), "realize"));
@@ -264,8 +204,8 @@ static void run_merson(const mbk_system *sys, const mbk_state *s0, double acc, b
 /* (3) accuracy and step counts with and without; (4) no allocation per step. */
 static void test_merson(void)
 {
-    mbk_system *sys = fourbar(true);
-    mbk_state *s = fourbar_state(sys);
+    mbk_system *sys = fourbar();
+    mbk_state *s = fourbar_state(sys, MBK_STAGE_VELOCITY);
     double qref[3], qon[3], qoff[3];
     mbk_integrator_stats ref, on, off;
     long aref, aon, aoff;

@@ -9,6 +9,7 @@
 #include "mbk/mbk.h"
 #include "integrator_table.h"
 #include "mbk_test.h"
+#include "test_models.h"
 
 #include <math.h>
 #include <string.h>
@@ -45,13 +46,6 @@ typedef struct bounces {
     double restitution;
 } bounces;
 
-static double height(void *user, const mbk_system *sys, const mbk_state *s)
-{
-    (void)user;
-    (void)sys;
-    return mbk_state_get_q(s)[0];
-}
-
 static int bounce(void *user, const mbk_system *sys, mbk_state *s, mbk_event_result *r)
 {
     (void)sys;
@@ -66,28 +60,16 @@ static int bounce(void *user, const mbk_system *sys, mbk_state *s, mbk_event_res
 static mbk_system *make_ball(bounces *b)
 {
     mbk_system *sys = mbk_multibody_create("ball");
-    mbk_matter *m = mbk_multibody_upd_matter(sys);
-    mbk_mass_props mp = mbk_mass_props_from_central(1.0, mbk_vec3_zero(), mbk_mat33_diag(0.1, 0.1, 0.1));
-    mbk_transform X = mbk_transform_identity();
-    mbk_matter_add_body(m, 0, &X, &mp, &X, mbk_mobilizer_slider());
-    mbk_force_add_gravity(mbk_multibody_upd_forces(sys), mbk_vec3_make(-G, 0, 0));
+    slider_ball_add(sys, G);
     b->n = 0;
     b->restitution = REST;
-    mbk_system_add_event_handler(sys, MBK_STAGE_POSITION, MBK_FALLING, height, bounce, b);
+    mbk_system_add_event_handler(sys, MBK_STAGE_POSITION, MBK_FALLING, q0_witness, bounce, b);
     mbk_system_realize_topology(sys);
     return sys;
 }
 
 /* Analytic bounce times for a drop from H0 at rest. */
-static double bounce_time(int k)
-{
-    double t = sqrt(2 * H0 / G), v = G * t;
-    for (int i = 1; i <= k; ++i) {
-        v *= REST;
-        t += 2 * v / G;
-    }
-    return t;
-}
+static double bounce_time(int k) { return drop_bounce_time(H0, G, REST, k); }
 
 static bool available(which w)
 {
@@ -397,13 +379,6 @@ static void test_termination(void)
 /* Direction filter                                                     */
 /* ------------------------------------------------------------------ */
 
-static double x_witness(void *user, const mbk_system *sys, const mbk_state *s)
-{
-    (void)user;
-    (void)sys;
-    return mbk_state_get_q(s)[0];
-}
-
 static int record(void *user, const mbk_system *sys, mbk_state *s, mbk_event_result *r)
 {
     (void)sys;
@@ -419,10 +394,10 @@ static void test_directions(void)
         if (!available((which)w)) continue;
         log_t up = {0}, down = {0}, any = {0}, rep = {0};
         mbk_system *sys = make_osc(false, NULL);
-        mbk_system_add_event_handler(sys, MBK_STAGE_POSITION, MBK_RISING, x_witness, record, &up);
-        mbk_system_add_event_handler(sys, MBK_STAGE_POSITION, MBK_FALLING, x_witness, record, &down);
-        mbk_system_add_event_handler(sys, MBK_STAGE_ACCELERATION, MBK_ANY, x_witness, record, &any);
-        mbk_system_add_event_reporter(sys, MBK_STAGE_POSITION, MBK_ANY, x_witness, reporter, &rep);
+        mbk_system_add_event_handler(sys, MBK_STAGE_POSITION, MBK_RISING, q0_witness, record, &up);
+        mbk_system_add_event_handler(sys, MBK_STAGE_POSITION, MBK_FALLING, q0_witness, record, &down);
+        mbk_system_add_event_handler(sys, MBK_STAGE_ACCELERATION, MBK_ANY, q0_witness, record, &any);
+        mbk_system_add_event_reporter(sys, MBK_STAGE_POSITION, MBK_ANY, q0_witness, reporter, &rep);
         mbk_system_realize_topology(sys);
         mbk_state *s = default_state(sys);
         mbk_integrator *ig = make((which)w, sys);
@@ -464,7 +439,7 @@ static void test_subsystem_events(void)
         mbk_system *sys = make_osc(true, &k);
         CHECK_INT(mbk_system_set_witness_direction(sys, k, 0, MBK_FALLING), MBK_OK);
         log_t all = {0};
-        mbk_system_add_event_handler(sys, MBK_STAGE_POSITION, MBK_FALLING, x_witness, record, &all);
+        mbk_system_add_event_handler(sys, MBK_STAGE_POSITION, MBK_FALLING, q0_witness, record, &all);
         mbk_system_realize_topology(sys);
         CHECK(mbk_system_get_witness_direction(sys, k, 0) == MBK_FALLING);
         CHECK(mbk_system_get_witness_direction(sys, mbk_system_get_events_subsystem(sys), 0) == MBK_FALLING);
@@ -711,11 +686,11 @@ static void test_event_api_bad_input(void)
 {
     mbk_system *sys = mbk_system_create("bad");
     CHECK_INT(mbk_system_get_events_subsystem(sys), -1);
-    CHECK_INT(mbk_system_add_event_handler(NULL, MBK_STAGE_POSITION, MBK_ANY, x_witness, record, NULL), MBK_EINVAL);
-    CHECK_INT(mbk_system_add_event_handler(sys, MBK_STAGE_MODEL, MBK_ANY, x_witness, record, NULL), MBK_EINVAL);
-    CHECK_INT(mbk_system_add_event_handler(sys, MBK_STAGE_POSITION, (mbk_event_direction)7, x_witness, record, NULL), MBK_EINVAL);
+    CHECK_INT(mbk_system_add_event_handler(NULL, MBK_STAGE_POSITION, MBK_ANY, q0_witness, record, NULL), MBK_EINVAL);
+    CHECK_INT(mbk_system_add_event_handler(sys, MBK_STAGE_MODEL, MBK_ANY, q0_witness, record, NULL), MBK_EINVAL);
+    CHECK_INT(mbk_system_add_event_handler(sys, MBK_STAGE_POSITION, (mbk_event_direction)7, q0_witness, record, NULL), MBK_EINVAL);
     CHECK_INT(mbk_system_add_event_handler(sys, MBK_STAGE_POSITION, MBK_ANY, NULL, record, NULL), MBK_EINVAL);
-    CHECK_INT(mbk_system_add_event_handler(sys, MBK_STAGE_POSITION, MBK_ANY, x_witness, NULL, NULL), MBK_EINVAL);
+    CHECK_INT(mbk_system_add_event_handler(sys, MBK_STAGE_POSITION, MBK_ANY, q0_witness, NULL, NULL), MBK_EINVAL);
     CHECK_INT(mbk_system_add_scheduled_event(sys, NAN, record, NULL), MBK_EINVAL);
     CHECK_INT(mbk_system_add_periodic_reporter(sys, 0, reporter, NULL), MBK_EINVAL);
     CHECK_INT(mbk_system_add_periodic_reporter(sys, 1, NULL, NULL), MBK_EINVAL);

@@ -35,38 +35,12 @@
 
 enum { N_MAX = 40 };
 
-static int ok(int rc, const char *what)
-{
-    if (rc < 0) fprintf(stderr, "    %s: %s\n", what, mbk_last_error());
-    return rc >= 0;
-}
-
 static double max_abs(const double *a, int n)
 {
     double d = 0;
     for (int i = 0; i < n; ++i) d = fmax(d, fabs(a[i]));
     return d;
 }
-
-/* A subsystem owning one z (zdot = -z). */
-static int zsub_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
-{
-    (void)impl;
-    const double z0 = 0.5;
-    int rc = mbk_state_allocate_z(s, mbk_subsystem_ctx_get_index(c), 1, &z0);
-    return rc < 0 ? rc : 0;
-}
-
-static int zsub_acceleration(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
-{
-    (void)impl;
-    int k = mbk_subsystem_ctx_get_index(c);
-    mbk_state_upd_subsystem_zdot(s, k)[0] = -mbk_state_get_subsystem_z(s, k)[0];
-    return 0;
-}
-
-static const mbk_subsystem_ops zsub_ops = {
-    .name = "one z", .realize_topology = zsub_topology, .realize_acceleration = zsub_acceleration};
 
 /* Free body on a Rod; Pin child at constant speed; Slider grandchild at constant acceleration; one z. */
 static mbk_system *rod_chain(void)
@@ -82,7 +56,7 @@ static mbk_system *rod_chain(void)
     mbk_constraint_add_rod(m, 0, mbk_vec3_make(0, 1, 0), b1, mbk_vec3_make(0.2, 0.1, -0.1), 1.0);
     mbk_constraint_add_constant_speed(m, b2, 0, 0.5);
     mbk_constraint_add_constant_acceleration(m, b3, 0, -0.4);
-    mbk_system_add_subsystem(sys, &zsub_ops, NULL);
+    mbk_system_add_subsystem(sys, &one_z_ops, NULL);
     mbk_system_realize_topology(sys);
     return sys;
 }

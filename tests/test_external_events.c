@@ -21,6 +21,7 @@
 #include "mbk/status.h"
 #include "mbk/system.h"
 #include "mbk_test.h"
+#include "test_models.h"
 
 #include <math.h>
 #include <string.h>
@@ -41,20 +42,6 @@ static void note(char kind, double t)
         cur_log->kind[cur_log->n] = kind;
         cur_log->t[cur_log->n++] = t;
     }
-}
-
-static double height(void *user, const mbk_system *sys, const mbk_state *s)
-{
-    (void)user;
-    (void)sys;
-    return mbk_state_get_q(s)[0];
-}
-
-static double speed(void *user, const mbk_system *sys, const mbk_state *s)
-{
-    (void)user;
-    (void)sys;
-    return mbk_state_get_u(s)[0];
 }
 
 static int bounce(void *user, const mbk_system *sys, mbk_state *s, mbk_event_result *r)
@@ -137,14 +124,10 @@ static const mbk_subsystem_ops sub_ops = {.name = "crossings", .realize_instance
 static mbk_system *make_ball(void)
 {
     mbk_system *sys = mbk_multibody_create("ball");
-    mbk_matter *m = mbk_multibody_upd_matter(sys);
-    mbk_mass_props mp = mbk_mass_props_from_central(1.0, mbk_vec3_zero(), mbk_mat33_diag(0.1, 0.1, 0.1));
-    mbk_transform X = mbk_transform_identity();
-    mbk_matter_add_body(m, 0, &X, &mp, &X, mbk_mobilizer_slider());
-    mbk_force_add_gravity(mbk_multibody_upd_forces(sys), mbk_vec3_make(-G, 0, 0));
+    slider_ball_add(sys, G);
     mbk_system_add_subsystem(sys, &sub_ops, NULL);
-    mbk_system_add_event_handler(sys, MBK_STAGE_POSITION, MBK_FALLING, height, bounce, NULL);
-    mbk_system_add_event_reporter(sys, MBK_STAGE_VELOCITY, MBK_FALLING, speed, apex, NULL);
+    mbk_system_add_event_handler(sys, MBK_STAGE_POSITION, MBK_FALLING, q0_witness, bounce, NULL);
+    mbk_system_add_event_reporter(sys, MBK_STAGE_VELOCITY, MBK_FALLING, u0_witness, apex, NULL);
     mbk_system_add_scheduled_event(sys, T_KICK, kick, NULL);
     mbk_system_realize_topology(sys);
     return sys;

@@ -36,25 +36,6 @@
 
 enum { N_MAX = 32 };
 
-static int ok(int rc, const char *what)
-{
-    if (rc < 0) fprintf(stderr, "    %s: %s\n", what, mbk_last_error());
-    return rc >= 0;
-}
-
-static mbk_system *rod_pendulum(void)
-{
-    mbk_system *sys = mbk_multibody_create("rod");
-    mbk_matter *m = mbk_multibody_upd_matter(sys);
-    mbk_transform id = mbk_transform_identity();
-    mbk_mass_props mp = mbk_mass_props_from_central(1.0, mbk_vec3_make(0, 0, 0), mbk_mat33_diag(0.1, 0.2, 0.3));
-    mbk_matter_add_body(m, 0, &id, &mp, &id, mbk_mobilizer_free());
-    mbk_force_add_gravity(mbk_multibody_upd_forces(sys), mbk_vec3_make(0, -9.81, 0));
-    mbk_constraint_add_rod(m, 0, mbk_vec3_make(0, 1, 0), 1, mbk_vec3_make(0.2, 0.1, -0.1), 1.0);
-    mbk_system_realize_topology(sys);
-    return sys;
-}
-
 typedef struct user {
     const mbk_system *sys;
     mbk_state *work;
@@ -168,16 +149,7 @@ int main(void)
     mbk_system_destroy(sys);
 
     sys = fourbar();
-    s = mbk_state_create();
-    mbk_state_init(s, sys);
-    mbk_system_realize(sys, s, MBK_STAGE_MODEL);
-    const double q[3] = {0.9, 0.8, -2.0}, u4[3] = {1.3, 0, 0};
-    const bool locked[3] = {true, false, false};
-    mbk_state_set_q(s, q, 3);
-    mbk_state_set_u(s, u4, 3);
-    CHECK(ok(mbk_system_assemble_locked(sys, s, 1e-13, locked), "assemble"));
-    CHECK(ok(mbk_system_project(sys, s, 1e-13), "project"));
-    CHECK(ok(mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION), "realize"));
+    s = fourbar_state(sys, MBK_STAGE_ACCELERATION);
     int rows[3], n = 0;
     CHECK(ok(mbk_matter_select_independent_constraints(mbk_multibody_get_matter(sys), s, rows, &n), "rows"));
     CHECK_INT(n, 2);

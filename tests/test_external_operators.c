@@ -38,17 +38,7 @@
 enum { NQ_MAX = 64, NU_MAX = 64, M_MAX = 16, NB_MAX = 16 };
 
 static unsigned long seed = 2024;
-static double rnd(void) /* uniform in [-1, 1) */
-{
-    seed = seed * 6364136223846793005UL + 1442695040888963407UL;
-    return (double)((seed >> 11) & ((1UL << 52) - 1)) / (double)(1UL << 51) - 1.0;
-}
-
-static int ok(int rc, const char *what)
-{
-    if (rc < 0) fprintf(stderr, "    %s: %s\n", what, mbk_last_error());
-    return rc >= 0;
-}
+static double rnd(void) { return lcg_uniform(&seed); } /* uniform in [-1, 1) */
 
 static double max_abs_diff(const double *a, const double *b, int n)
 {

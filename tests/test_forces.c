@@ -38,6 +38,7 @@
 #endif
 
 #include "mbk_test.h"
+#include "test_models.h"
 
 /* The example's repulsion element (a) and force subsystem (b), without its main(). */
 #define REPULSION_NO_MAIN
@@ -746,34 +747,14 @@ static mbk_force_ops pull_ops(bool positions_only)
     return ops;
 }
 
-/* A subsystem owning one z (zdot = -z), so z can change. */
-static int zsub_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
-{
-    (void)impl;
-    const double z0 = 0.5;
-    int rc = mbk_state_allocate_z(s, mbk_subsystem_ctx_get_index(c), 1, &z0);
-    return rc < 0 ? rc : 0;
-}
-
-static int zsub_acceleration(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
-{
-    (void)impl;
-    int k = mbk_subsystem_ctx_get_index(c);
-    mbk_state_upd_subsystem_zdot(s, k)[0] = -mbk_state_get_subsystem_z(s, k)[0];
-    return 0;
-}
-
-static const mbk_subsystem_ops zsub_ops = {
-    .name = "one z", .realize_topology = zsub_topology, .realize_acceleration = zsub_acceleration};
-
-/* Chain + gravity + pull (+ a z subsystem). */
+/* Chain + gravity + pull (+ a z subsystem, so z can change). */
 static void build_pull(model *md, pull *p, bool positions_only)
 {
     build_chain(md, positions_only ? "pull, positions only" : "pull");
     MUST(mbk_force_add_gravity(md->f, mbk_vec3_make(0, -9.81, 0)));
     mbk_force_ops ops = pull_ops(positions_only);
     MUST(mbk_force_add_custom(md->f, &ops, p));
-    CHECK(mbk_system_add_subsystem(md->sys, &zsub_ops, NULL) >= 0);
+    CHECK(mbk_system_add_subsystem(md->sys, &one_z_ops, NULL) >= 0);
     MUST(mbk_system_realize_topology(md->sys));
 }
 

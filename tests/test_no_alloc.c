@@ -27,6 +27,7 @@
 #include "mbk/mbk.h"
 #include "integrator_table.h"
 #include "mbk_test.h"
+#include "test_models.h"
 
 #include <errno.h>
 #include <math.h>
@@ -908,29 +909,11 @@ static mbk_system *contact_model(mbk_state **s0)
 static mbk_system *fourbar_model(mbk_state **s0)
 {
     mbk_system *sys = mbk_multibody_create("fourbar");
-    mbk_matter *mt = mbk_multibody_upd_matter(sys);
-    const double len[3] = {0.4, 1.0, 0.8}, mass[3] = {0.5, 1.0, 0.8};
-    mbk_transform I = mbk_transform_identity();
-    for (int i = 0; i < 3; ++i) {
-        double L = len[i], mm = mass[i];
-        mbk_mass_props mp = mbk_mass_props_from_central(mm, mbk_vec3_make(L / 2, 0, 0),
-                                                        mbk_mat33_diag(mm * 4e-4, mm * L * L / 12, mm * L * L / 12));
-        mbk_transform X_PF = I;
-        int parent = 0;
-        if (i == 1) parent = 1, X_PF.p = mbk_vec3_make(len[0], 0, 0);
-        if (i == 2) X_PF.p = mbk_vec3_make(1.0, 0, 0);
-        mbk_matter_add_body(mt, parent, &X_PF, &mp, &I, mbk_mobilizer_pin());
-    }
-    mbk_constraint_add_ball(mt, 2, mbk_vec3_make(len[1], 0, 0), 3, mbk_vec3_make(len[2], 0, 0));
-    mbk_force_add_gravity(mbk_multibody_upd_forces(sys), mbk_vec3_make(0, -9.81, 0));
+    builtin_fourbar_add(sys, mbk_vec3_make(0, -9.81, 0), NULL);
     mbk_system_realize_topology(sys);
     mbk_state *s = realized_state(sys);
-    double *q = mbk_state_upd_q(s);
-    q[0] = 0.5, q[1] = -0.2, q[2] = 1.4;
-    mbk_state_upd_u(s)[0] = 3.0;
-    bool locked[3] = {true, false, false};
-    CHECK_INT(mbk_system_assemble_locked(sys, s, 1e-12, locked), MBK_OK);
-    CHECK_INT(mbk_system_project(sys, s, 1e-12), MBK_OK);
+    const double u[3] = {3.0, 0, 0};
+    builtin_fourbar_start(sys, s, u, true);
     *s0 = s;
     return sys;
 }

@@ -38,6 +38,7 @@
 #include "mbk/mbk.h"
 #include "integrator_table.h"
 #include "mbk_test.h"
+#include "test_models.h"
 
 /* ------------------------------------------------------------------ */
 /* Counting SUNDIALS' (re)initializations                               */
@@ -122,29 +123,11 @@ static mbk_state *new_state(const mbk_system *sys)
 static mbk_system *make_fourbar(mbk_state **s0)
 {
     mbk_system *sys = mbk_multibody_create("fourbar");
-    mbk_matter *mt = mbk_multibody_upd_matter(sys);
-    const double len[3] = {0.4, 1.0, 0.8}, mass[3] = {0.5, 1.0, 0.8};
-    mbk_transform I = mbk_transform_identity();
-    for (int i = 0; i < 3; ++i) {
-        double L = len[i], m = mass[i];
-        mbk_mass_props mp = mbk_mass_props_from_central(m, mbk_vec3_make(L / 2, 0, 0),
-                                                        mbk_mat33_diag(m * 0.0004, m * L * L / 12, m * L * L / 12));
-        mbk_transform X_PF = I;
-        int parent = 0;
-        if (i == 1) parent = 1, X_PF.p = mbk_vec3_make(len[0], 0, 0);
-        if (i == 2) X_PF.p = mbk_vec3_make(1.0, 0, 0);
-        mbk_matter_add_body(mt, parent, &X_PF, &mp, &I, mbk_mobilizer_pin());
-    }
-    mbk_constraint_add_ball(mt, 2, mbk_vec3_make(len[1], 0, 0), 3, mbk_vec3_make(len[2], 0, 0));
-    mbk_force_add_gravity(mbk_multibody_upd_forces(sys), mbk_vec3_make(0, -9.81, 0));
+    builtin_fourbar_add(sys, mbk_vec3_make(0, -9.81, 0), NULL);
     mbk_system_realize_topology(sys);
     mbk_state *s = new_state(sys);
-    double *q = mbk_state_upd_q(s), *u = mbk_state_upd_u(s);
-    q[0] = 0.5, q[1] = -0.2, q[2] = 1.4;
-    u[0] = 3.0, u[1] = 0, u[2] = 0;
-    bool locked[3] = {true, false, false};
-    CHECK_INT(mbk_system_assemble_locked(sys, s, 1e-12, locked), MBK_OK);
-    CHECK_INT(mbk_system_project(sys, s, 1e-12), MBK_OK);
+    const double u[3] = {3.0, 0, 0};
+    builtin_fourbar_start(sys, s, u, true);
     *s0 = s;
     return sys;
 }
@@ -369,12 +352,6 @@ typedef struct bounces {
     int n;
 } bounces;
 
-static double height(void *user, const mbk_system *sys, const mbk_state *s)
-{
-    (void)user, (void)sys;
-    return mbk_state_get_q(s)[0];
-}
-
 static int bounce(void *user, const mbk_system *sys, mbk_state *s, mbk_event_result *r)
 {
     (void)sys;
@@ -386,15 +363,7 @@ static int bounce(void *user, const mbk_system *sys, mbk_state *s, mbk_event_res
 }
 
 /* Analytic time of bounce k (0, 1, ...) of a ball dropped from H0 at rest. */
-static double bounce_time(int k)
-{
-    double t = sqrt(2 * H0 / G), v = G * t;
-    for (int i = 1; i <= k; ++i) {
-        v *= REST;
-        t += 2 * v / G;
-    }
-    return t;
-}
+static double bounce_time(int k) { return drop_bounce_time(H0, G, REST, k); }
 
 /* Analytic height at t. */
 static double ball_height(double t)
@@ -413,12 +382,8 @@ static void test_bounce_restarts(void)
         which w = kinds[c];
         bounces b = {{0}, 0};
         mbk_system *sys = mbk_multibody_create("ball");
-        mbk_matter *m = mbk_multibody_upd_matter(sys);
-        mbk_mass_props mp = mbk_mass_props_from_central(1.0, mbk_vec3_zero(), mbk_mat33_diag(0.1, 0.1, 0.1));
-        mbk_transform X = mbk_transform_identity();
-        mbk_matter_add_body(m, 0, &X, &mp, &X, mbk_mobilizer_slider());
-        mbk_force_add_gravity(mbk_multibody_upd_forces(sys), mbk_vec3_make(-G, 0, 0));
-        mbk_system_add_event_handler(sys, MBK_STAGE_POSITION, MBK_FALLING, height, bounce, &b);
+        slider_ball_add(sys, G);
+        mbk_system_add_event_handler(sys, MBK_STAGE_POSITION, MBK_FALLING, q0_witness, bounce, &b);
         mbk_system_realize_topology(sys);
         mbk_state *s = new_state(sys);
         mbk_state_upd_q(s)[0] = H0;

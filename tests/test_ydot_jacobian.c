@@ -15,6 +15,7 @@
 
 #include "mbk/mbk.h"
 #include "mbk_test.h"
+#include "test_models.h"
 
 /* ------------------------------------------------------------------ */
 /* A subsystem counting realizations, with one z: zdot = -2 z           */
@@ -100,31 +101,13 @@ static mbk_system *make_pendulum(void)
 static mbk_system *make_fourbar(mbk_state **s0)
 {
     mbk_system *sys = mbk_multibody_create("fourbar");
-    mbk_matter *mt = mbk_multibody_upd_matter(sys);
-    const double len[3] = {0.4, 1.0, 0.8}, mass[3] = {0.5, 1.0, 0.8};
-    mbk_transform I = mbk_transform_identity();
-    for (int i = 0; i < 3; ++i) {
-        double L = len[i], m = mass[i];
-        mbk_mass_props mp = mbk_mass_props_from_central(m, mbk_vec3_make(L / 2, 0, 0),
-                                                        mbk_mat33_diag(m * 4e-4, m * L * L / 12, m * L * L / 12));
-        mbk_transform X_PF = I;
-        int parent = 0;
-        if (i == 1) parent = 1, X_PF.p = mbk_vec3_make(len[0], 0, 0);
-        if (i == 2) X_PF.p = mbk_vec3_make(1.0, 0, 0);
-        mbk_matter_add_body(mt, parent, &X_PF, &mp, &I, mbk_mobilizer_pin());
-    }
-    mbk_constraint_add_ball(mt, 2, mbk_vec3_make(len[1], 0, 0), 3, mbk_vec3_make(len[2], 0, 0));
-    mbk_force_add_gravity(mbk_multibody_upd_forces(sys), mbk_vec3_make(0, -9.81, 0));
+    builtin_fourbar_add(sys, mbk_vec3_make(0, -9.81, 0), NULL);
     memset(&COUNT, 0, sizeof COUNT);
     mbk_system_add_subsystem(sys, &counter_ops, &COUNT);
     mbk_system_realize_topology(sys);
     mbk_state *s = new_state(sys);
-    double *q = mbk_state_upd_q(s);
-    q[0] = 0.5, q[1] = -0.2, q[2] = 1.4;
-    double *u = mbk_state_upd_u(s);
-    u[0] = 3.0, u[1] = 0.4, u[2] = -0.3; /* off the velocity constraints: no matter here */
-    bool locked[3] = {true, false, false};
-    CHECK_INT(mbk_system_assemble_locked(sys, s, 1e-12, locked), MBK_OK);
+    const double u[3] = {3.0, 0.4, -0.3}; /* off the velocity constraints: no matter here */
+    builtin_fourbar_start(sys, s, u, false);
     *s0 = s;
     return sys;
 }
