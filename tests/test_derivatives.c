@@ -8,24 +8,15 @@
 #include <string.h>
 
 #include "mbk_test.h"
+#include "test_util.h"
 
 /* ---- random numbers (fixed seed) ------------------------------------- */
 
 static unsigned long long rng_state = 0x2545F4914F6CDD1Dull;
-static double rnd(void) /* uniform in [-1, 1) */
-{
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rng_state >> 11) / 4503599627370496.0 - 1.0;
-}
+static double rnd(void) { return test_rand_uniform(&rng_state); } /* uniform in [-1, 1) */
 
-enum kind {
-    K_WELD, K_PIN, K_SLIDER, K_TRANSLATION, K_BALL, K_FREE,
-    K_SCREW, K_UNIVERSAL, K_CYLINDER, K_PLANAR, K_GIMBAL, K_BUSHING, K_FUNCTION,
-    NKINDS
-};
-static const char *const kind_names[NKINDS] = {"Weld", "Pin", "Slider", "Translation", "Ball", "Free",
-                                               "Screw", "Universal", "Cylinder", "Planar", "Gimbal", "Bushing",
-                                               "FunctionBased"};
+/* Every mobilizer kind of test_util.h, function-based included. */
+#define NKINDS K_NUM_KINDS
 
 /* A function-based mobilizer of 3 coordinates: angles and lengths read shared
    coordinates through sinusoids, polynomials and a linear function. */
@@ -45,21 +36,7 @@ static mbk_mobilizer make_function_based(void)
 
 static mbk_mobilizer make_mobilizer(int kind)
 {
-    switch (kind) {
-    case K_WELD: return mbk_mobilizer_weld();
-    case K_PIN: return mbk_mobilizer_pin();
-    case K_SLIDER: return mbk_mobilizer_slider();
-    case K_TRANSLATION: return mbk_mobilizer_translation();
-    case K_BALL: return mbk_mobilizer_ball();
-    case K_FREE: return mbk_mobilizer_free();
-    case K_SCREW: return mbk_mobilizer_screw(0.3 * rnd());
-    case K_UNIVERSAL: return mbk_mobilizer_universal();
-    case K_CYLINDER: return mbk_mobilizer_cylinder();
-    case K_PLANAR: return mbk_mobilizer_planar();
-    case K_GIMBAL: return mbk_mobilizer_gimbal();
-    case K_BUSHING: return mbk_mobilizer_bushing();
-    default: return make_function_based();
-    }
+    return kind == K_FUNCTION ? make_function_based() : test_builtin_mobilizer(kind, &rng_state);
 }
 
 static void destroy_mobilizer(mbk_mobilizer *m)
@@ -124,8 +101,8 @@ static void test_mobilizer_derivatives(void)
                 worst = fmax(worst, deriv_diff(&a, &n, nq, nu));
             }
         }
-        if (getenv("MBK_TEST_VERBOSE")) printf("  %-13s analytic vs numeric %.2g\n", kind_names[kind], worst);
-        if (!CHECK(worst < 1e-8)) fprintf(stderr, "    %s: analytic vs numeric %.3g\n", kind_names[kind], worst);
+        if (getenv("MBK_TEST_VERBOSE")) printf("  %-13s analytic vs numeric %.2g\n", test_kind_name(kind), worst);
+        if (!CHECK(worst < 1e-8)) fprintf(stderr, "    %s: analytic vs numeric %.3g\n", test_kind_name(kind), worst);
         destroy_mobilizer(&mob);
     }
 }
@@ -136,16 +113,9 @@ static void test_mobilizer_derivatives(void)
 #define MAX_Q (7 * MAX_B)
 #define MAX_U (6 * MAX_B)
 
-static mbk_vec3 rvec(double scale) { return mbk_vec3_make(scale * rnd(), scale * rnd(), scale * rnd()); }
-static mbk_mat33 rrot(void) { return mbk_mat33_from_axis_angle(mbk_vec3_normalize(rvec(1.0)), 3.0 * rnd()); }
-
-static mbk_mass_props random_mass_props(void)
-{
-    mbk_mat33 R = rrot();
-    double a = 0.2 + 0.1 * (rnd() + 1), b = 0.2 + 0.1 * (rnd() + 1), c = 0.2 + 0.1 * (rnd() + 1);
-    mbk_mat33 I = mbk_mat33_mul_transpose(mbk_mat33_mul(R, mbk_mat33_diag(b + c, a + c, a + b)), R);
-    return mbk_mass_props_from_central(1.0 + 0.5 * rnd(), rvec(0.4), I);
-}
+static mbk_vec3 rvec(double scale) { return test_rand_vec3(&rng_state, scale); }
+static mbk_mat33 rrot(void) { return test_rand_rotation(&rng_state); }
+static mbk_mass_props random_mass_props(void) { return test_rand_mass_props(&rng_state); }
 
 /* Where the force elements act whose laws are singular somewhere (so the random
    States keep away from there): two-point elements (zero distance), bushings
@@ -380,9 +350,9 @@ static void test_each_mobilizer(void)
             double wr = 0, wa = 0;
             for (int trial = 0; trial < 20; ++trial) {
                 randomize(&md, 1.0);
-                check_state(&md, &wr, &wa, kind_names[kind]);
+                check_state(&md, &wr, &wa, test_kind_name(kind));
             }
-            if (getenv("MBK_TEST_VERBOSE")) printf("  %-13s %s dr %.2g dudot %.2g\n", kind_names[kind], euler ? "euler" : "quat ", wr, wa);
+            if (getenv("MBK_TEST_VERBOSE")) printf("  %-13s %s dr %.2g dudot %.2g\n", test_kind_name(kind), euler ? "euler" : "quat ", wr, wa);
             CHECK(wr <= TOL);
             CHECK(wa <= TOL);
             destroy_model(&md);
@@ -408,7 +378,7 @@ static void check_forces(model *md, double *worst, const char *what)
         if (getenv("MBK_TEST_DEBUG")) {
             for (int i = 0; i < md->nu; ++i) for (int j = 0; j < md->nq; ++j) if (fabs(A_q[i*md->nq+j]-B_q[i*md->nq+j]) > 1e-6) fprintf(stderr, "      q[%d][%d] %g %g\n", i, j, A_q[i*md->nq+j], B_q[i*md->nq+j]);
             for (int i = 0; i < md->nu; ++i) for (int j = 0; j < md->nu; ++j) if (fabs(A_u[i*md->nu+j]-B_u[i*md->nu+j]) > 1e-6) fprintf(stderr, "      u[%d][%d] %g %g\n", i, j, A_u[i*md->nu+j], B_u[i*md->nu+j]);
-            for (int b = 1; b < md->nb; ++b) fprintf(stderr, "      body %d kind %s u0 %d q0 %d q %g\n", b, kind_names[md->kind[b]], mbk_matter_get_body_u_start(md->m, md->s, b), mbk_matter_get_body_q_start(md->m, md->s, b), mbk_state_get_q(md->s)[mbk_matter_get_body_q_start(md->m, md->s, b)]);
+            for (int b = 1; b < md->nb; ++b) fprintf(stderr, "      body %d kind %s u0 %d q0 %d q %g\n", b, test_kind_name(md->kind[b]), mbk_matter_get_body_u_start(md->m, md->s, b), mbk_matter_get_body_q_start(md->m, md->s, b), mbk_state_get_q(md->s)[mbk_matter_get_body_q_start(md->m, md->s, b)]);
         }
     }
 }
