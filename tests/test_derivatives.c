@@ -150,11 +150,11 @@ static void build_tree(model *md, int nbodies, int euler, const int *allowed, in
     md->euler = euler;
     md->nb = nbodies + 1;
     for (int i = 1; i <= nbodies; ++i) {
-        int parent = i == 1 ? 0 : (int)((rnd() + 1.0) * 0.5 * i) % i;
-        int kind = allowed[(int)((rnd() + 1.0) * 0.5 * n_allowed) % n_allowed];
-        mbk_transform X_PF = mbk_transform_make(rrot(), rvec(0.7));
-        mbk_transform X_BM = mbk_transform_make(rrot(), rvec(0.3));
-        mbk_mass_props mp = random_mass_props();
+        int parent = i == 1 ? 0 : test_rand_index(&rng_state, i);
+        int kind = allowed[test_rand_index(&rng_state, n_allowed)];
+        mbk_transform X_PF, X_BM;
+        mbk_mass_props mp;
+        test_rand_body(&rng_state, &X_PF, &X_BM, &mp);
         md->kind[i] = kind;
         CHECK_INT(mbk_matter_add_body(m, parent, &X_PF, &mp, &X_BM, make_mobilizer(kind)), i);
     }
@@ -384,7 +384,7 @@ static void check_forces(model *md, double *worst, const char *what)
 }
 
 /* A body index in [lo, hi] drawn at random. */
-static int rbody(int lo, int hi) { return lo + (int)((rnd() + 1.0) * 0.5 * (hi - lo + 1)) % (hi - lo + 1); }
+static int rbody(int lo, int hi) { return lo + test_rand_index(&rng_state, hi - lo + 1); }
 
 /* Random trees with every built-in force element but contact (test_contact). */
 static void test_force_elements(void)

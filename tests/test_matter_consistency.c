@@ -96,8 +96,6 @@ typedef struct model {
     applied *forces;
 } model;
 
-static mbk_mass_props random_mass_props(void) { return test_rand_mass_props(&rng_state); }
-
 /* Normalize the quaternions in q (so that q + h qdot stays on the manifold to O(h^2)). */
 static void normalize_quaternions(const model *md, double *q)
 {
@@ -122,16 +120,16 @@ static void build_model(model *md, int nbodies, int euler, const int *allowed, i
     md->nb = nbodies + 1;
     md->kind[0] = K_WELD;
     for (int i = 1; i <= nbodies; ++i) {
-        int parent = i == 1 ? 0 : (int)((rnd() + 1.0) * 0.5 * i) % i;
-        int kind = allowed[(int)((rnd() + 1.0) * 0.5 * n_allowed) % n_allowed];
+        int parent = i == 1 ? 0 : test_rand_index(&rng_state, i);
+        int kind = allowed[test_rand_index(&rng_state, n_allowed)];
         if (free_root) {
-            parent = i == 1 ? 0 : 1 + (int)((rnd() + 1.0) * 0.5 * (i - 1)) % (i - 1);
+            parent = i == 1 ? 0 : 1 + test_rand_index(&rng_state, i - 1);
             kind = i == 1 ? K_FREE : (i % 2 ? K_BALL : K_PIN);
         }
         if (i == nbodies && kind == K_WELD) kind = K_PIN;
-        mbk_transform X_PF = mbk_transform_make(rrot(), rvec(0.7));
-        mbk_transform X_BM = mbk_transform_make(rrot(), rvec(0.3));
-        mbk_mass_props mp = random_mass_props();
+        mbk_transform X_PF, X_BM;
+        mbk_mass_props mp;
+        test_rand_body(&rng_state, &X_PF, &X_BM, &mp);
         md->kind[i] = kind;
         md->station[i] = rvec(0.5);
         CHECK_INT(mbk_matter_add_body(m, parent, &X_PF, &mp, &X_BM, make_mobilizer(kind)), i);

@@ -1,6 +1,6 @@
 /* Helpers shared by several C tests (include after <mbk/mbk.h>):
- *   - a seeded random-number generator and the random vectors, rotations and
- *     mass properties the random-tree tests draw from it;
+ *   - a seeded random-number generator and the random indices, vectors,
+ *     rotations, mass properties and bodies the random-tree tests draw from it;
  *   - the built-in mobilizer kinds by number, their names, and a maker;
  *   - the 2-link planar pendulum the fault-injection tests run, and a State
  *     copied from a System's default one with given q and u. */
@@ -40,6 +40,22 @@ static inline mbk_mass_props test_rand_mass_props(unsigned long long *state)
            c = 0.2 + 0.1 * (test_rand_uniform(state) + 1);
     mbk_mat33 I = mbk_mat33_mul_transpose(mbk_mat33_mul(R, mbk_mat33_diag(b + c, a + c, a + b)), R);
     return mbk_mass_props_from_central(1.0 + 0.5 * test_rand_uniform(state), test_rand_vec3(state, 0.4), I);
+}
+
+/* An index uniform in 0..n-1 (n >= 1). */
+static inline int test_rand_index(unsigned long long *state, int n)
+{
+    return (int)((test_rand_uniform(state) + 1.0) * 0.5 * n) % n;
+}
+
+/* A random body of a random tree: inboard frame X_PF (offset within 0.7),
+   mobilizer frame X_BM (within 0.3) and mass properties, drawn in that order. */
+static inline void test_rand_body(unsigned long long *state, mbk_transform *X_PF, mbk_transform *X_BM,
+                                  mbk_mass_props *mp)
+{
+    *X_PF = mbk_transform_make(test_rand_rotation(state), test_rand_vec3(state, 0.7));
+    *X_BM = mbk_transform_make(test_rand_rotation(state), test_rand_vec3(state, 0.3));
+    *mp = test_rand_mass_props(state);
 }
 
 /* ---- mobilizer kinds ---------------------------------------------------------- */
