@@ -164,11 +164,7 @@ static void build_tree(model *md, int nbodies, int euler, const int *allowed, in
 /* Realize the topology and make the State (Instance). */
 static void finish_model(model *md)
 {
-    CHECK_INT(mbk_system_realize_topology(md->sys), MBK_OK);
-    md->s = mbk_state_create();
-    CHECK_INT(mbk_state_init(md->s, md->sys), MBK_OK);
-    CHECK_INT(mbk_matter_set_use_euler_angles(md->m, md->s, md->euler != 0), MBK_OK);
-    CHECK_INT(mbk_system_realize(md->sys, md->s, MBK_STAGE_INSTANCE), MBK_OK);
+    md->s = test_instance_state(md->sys, md->m, md->euler);
     md->nq = mbk_state_get_nq(md->s);
     md->nu = mbk_state_get_nu(md->s);
 }

@@ -139,11 +139,7 @@ static void build_model(model *md, int nbodies, int euler, const int *allowed, i
         memset(forces, 0, sizeof *forces);
         CHECK_INT(mbk_system_add_subsystem(md->sys, &force_ops, forces), 2); /* after matter and the general forces */
     }
-    CHECK_INT(mbk_system_realize_topology(md->sys), MBK_OK);
-    md->s = mbk_state_create();
-    CHECK_INT(mbk_state_init(md->s, md->sys), MBK_OK);
-    CHECK_INT(mbk_matter_set_use_euler_angles(m, md->s, euler != 0), MBK_OK);
-    CHECK_INT(mbk_system_realize(md->sys, md->s, MBK_STAGE_INSTANCE), MBK_OK);
+    md->s = test_instance_state(md->sys, md->m, md->euler);
     md->nq = mbk_state_get_nq(md->s);
     md->nu = mbk_state_get_nu(md->s);
 }

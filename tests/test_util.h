@@ -2,12 +2,16 @@
  *   - a seeded random-number generator and the random indices, vectors,
  *     rotations, mass properties and bodies the random-tree tests draw from it;
  *   - the built-in mobilizer kinds by number, their names, and a maker;
+ *   - the State of a random tree at Instance (topology realized, Euler
+ *     angles or quaternions), each step checked;
  *   - the 2-link planar pendulum the fault-injection tests run, and a State
  *     copied from a System's default one with given q and u. */
 #ifndef MBK_TEST_UTIL_H
 #define MBK_TEST_UTIL_H
 
 #include <stddef.h>
+
+#include "mbk_test.h"
 
 /* ---- random numbers (the caller keeps the state, so each test has its seed) ---- */
 
@@ -95,6 +99,20 @@ static inline mbk_mobilizer test_builtin_mobilizer(int kind, unsigned long long 
     case K_GIMBAL: return mbk_mobilizer_gimbal();
     default: return mbk_mobilizer_bushing();
     }
+}
+
+/* ---- the State of a random tree ------------------------------------------------ */
+
+/* Realize the topology and return a new State at Instance, in Euler angles
+   when euler (else quaternions); each of the 4 steps is a CHECK. */
+static inline mbk_state *test_instance_state(mbk_system *sys, const mbk_matter *m, int euler)
+{
+    CHECK_INT(mbk_system_realize_topology(sys), MBK_OK);
+    mbk_state *s = mbk_state_create();
+    CHECK_INT(mbk_state_init(s, sys), MBK_OK);
+    CHECK_INT(mbk_matter_set_use_euler_angles(m, s, euler != 0), MBK_OK);
+    CHECK_INT(mbk_system_realize(sys, s, MBK_STAGE_INSTANCE), MBK_OK);
+    return s;
 }
 
 /* ---- small models --------------------------------------------------------------- */
