@@ -376,16 +376,25 @@ static void test_inconsistent(void)
     mbk_system_destroy(sys);
 }
 
+/* The model with the faulty custom constraint between Ground and the free
+   body, topology realized, and a new State (*s) for it. */
+static mbk_system *model_with_faulty_constraint(mbk_state **s)
+{
+    mbk_system *sys = model();
+    const int two[2] = {0, FREE};
+    CHECK_INT(mbk_constraint_add_custom(mbk_multibody_upd_matter(sys), &faulty_ops, &faulty_impl, two, 2), 0);
+    mbk_system_realize_topology(sys);
+    *s = mbk_state_create();
+    mbk_state_init(*s, sys);
+    return sys;
+}
+
 /* A custom constraint whose callbacks fail. */
 static void test_failing_callbacks(void)
 {
-    mbk_system *sys = model();
+    mbk_state *s;
+    mbk_system *sys = model_with_faulty_constraint(&s);
     mbk_matter *m = mbk_multibody_upd_matter(sys);
-    const int two[2] = {0, FREE};
-    CHECK_INT(mbk_constraint_add_custom(m, &faulty_ops, &faulty_impl, two, 2), 0);
-    mbk_system_realize_topology(sys);
-    mbk_state *s = mbk_state_create();
-    mbk_state_init(s, sys);
     static const mbk_stage fails_at[5] = {MBK_STAGE_INFINITY, MBK_STAGE_POSITION, MBK_STAGE_VELOCITY,
                                           MBK_STAGE_ACCELERATION, MBK_STAGE_ACCELERATION};
     for (int k = 1; k <= 4; ++k) {
@@ -420,13 +429,9 @@ static void test_failing_callbacks(void)
    assembly neither blames the starting configuration nor changes the State. */
 static void test_nonfinite_errors(void)
 {
-    mbk_system *sys = model();
+    mbk_state *s;
+    mbk_system *sys = model_with_faulty_constraint(&s);
     mbk_matter *m = mbk_multibody_upd_matter(sys);
-    const int two[2] = {0, FREE};
-    CHECK_INT(mbk_constraint_add_custom(m, &faulty_ops, &faulty_impl, two, 2), 0);
-    mbk_system_realize_topology(sys);
-    mbk_state *s = mbk_state_create();
-    mbk_state_init(s, sys);
     faulty_impl.fail = 5;
     CHECK_INT(mbk_system_realize(sys, s, MBK_STAGE_TIME), MBK_OK);
     CHECK_FAILS(mbk_system_realize(sys, s, MBK_STAGE_POSITION), MBK_ENOTFINITE);

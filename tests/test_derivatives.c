@@ -8,24 +8,15 @@
 #include <string.h>
 
 #include "mbk_test.h"
+#include "test_util.h"
 
 /* ---- random numbers (fixed seed) ------------------------------------- */
 
 static unsigned long long rng_state = 0x2545F4914F6CDD1Dull;
-static double rnd(void) /* uniform in [-1, 1) */
-{
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rng_state >> 11) / 4503599627370496.0 - 1.0;
-}
+static double rnd(void) { return test_rand_uniform(&rng_state); } /* uniform in [-1, 1) */
 
-enum kind {
-    K_WELD, K_PIN, K_SLIDER, K_TRANSLATION, K_BALL, K_FREE,
-    K_SCREW, K_UNIVERSAL, K_CYLINDER, K_PLANAR, K_GIMBAL, K_BUSHING, K_FUNCTION,
-    NKINDS
-};
-static const char *const kind_names[NKINDS] = {"Weld", "Pin", "Slider", "Translation", "Ball", "Free",
-                                               "Screw", "Universal", "Cylinder", "Planar", "Gimbal", "Bushing",
-                                               "FunctionBased"};
+/* Every mobilizer kind of test_util.h, function-based included. */
+#define NKINDS K_NUM_KINDS
 
 /* A function-based mobilizer of 3 coordinates: angles and lengths read shared
    coordinates through sinusoids, polynomials and a linear function. */
@@ -45,21 +36,7 @@ static mbk_mobilizer make_function_based(void)
 
 static mbk_mobilizer make_mobilizer(int kind)
 {
-    switch (kind) {
-    case K_WELD: return mbk_mobilizer_weld();
-    case K_PIN: return mbk_mobilizer_pin();
-    case K_SLIDER: return mbk_mobilizer_slider();
-    case K_TRANSLATION: return mbk_mobilizer_translation();
-    case K_BALL: return mbk_mobilizer_ball();
-    case K_FREE: return mbk_mobilizer_free();
-    case K_SCREW: return mbk_mobilizer_screw(0.3 * rnd());
-    case K_UNIVERSAL: return mbk_mobilizer_universal();
-    case K_CYLINDER: return mbk_mobilizer_cylinder();
-    case K_PLANAR: return mbk_mobilizer_planar();
-    case K_GIMBAL: return mbk_mobilizer_gimbal();
-    case K_BUSHING: return mbk_mobilizer_bushing();
-    default: return make_function_based();
-    }
+    return kind == K_FUNCTION ? make_function_based() : test_builtin_mobilizer(kind, &rng_state);
 }
 
 static void destroy_mobilizer(mbk_mobilizer *m)
@@ -124,8 +101,8 @@ static void test_mobilizer_derivatives(void)
                 worst = fmax(worst, deriv_diff(&a, &n, nq, nu));
             }
         }
-        if (getenv("MBK_TEST_VERBOSE")) printf("  %-13s analytic vs numeric %.2g\n", kind_names[kind], worst);
-        if (!CHECK(worst < 1e-8)) fprintf(stderr, "    %s: analytic vs numeric %.3g\n", kind_names[kind], worst);
+        if (getenv("MBK_TEST_VERBOSE")) printf("  %-13s analytic vs numeric %.2g\n", test_kind_name(kind), worst);
+        if (!CHECK(worst < 1e-8)) fprintf(stderr, "    %s: analytic vs numeric %.3g\n", test_kind_name(kind), worst);
         destroy_mobilizer(&mob);
     }
 }
@@ -136,16 +113,9 @@ static void test_mobilizer_derivatives(void)
 #define MAX_Q (7 * MAX_B)
 #define MAX_U (6 * MAX_B)
 
-static mbk_vec3 rvec(double scale) { return mbk_vec3_make(scale * rnd(), scale * rnd(), scale * rnd()); }
-static mbk_mat33 rrot(void) { return mbk_mat33_from_axis_angle(mbk_vec3_normalize(rvec(1.0)), 3.0 * rnd()); }
-
-static mbk_mass_props random_mass_props(void)
-{
-    mbk_mat33 R = rrot();
-    double a = 0.2 + 0.1 * (rnd() + 1), b = 0.2 + 0.1 * (rnd() + 1), c = 0.2 + 0.1 * (rnd() + 1);
-    mbk_mat33 I = mbk_mat33_mul_transpose(mbk_mat33_mul(R, mbk_mat33_diag(b + c, a + c, a + b)), R);
-    return mbk_mass_props_from_central(1.0 + 0.5 * rnd(), rvec(0.4), I);
-}
+static mbk_vec3 rvec(double scale) { return test_rand_vec3(&rng_state, scale); }
+static mbk_mat33 rrot(void) { return test_rand_rotation(&rng_state); }
+static mbk_mass_props random_mass_props(void) { return test_rand_mass_props(&rng_state); }
 
 /* Where the force elements act whose laws are singular somewhere (so the random
    States keep away from there): two-point elements (zero distance), bushings
@@ -180,11 +150,11 @@ static void build_tree(model *md, int nbodies, int euler, const int *allowed, in
     md->euler = euler;
     md->nb = nbodies + 1;
     for (int i = 1; i <= nbodies; ++i) {
-        int parent = i == 1 ? 0 : (int)((rnd() + 1.0) * 0.5 * i) % i;
-        int kind = allowed[(int)((rnd() + 1.0) * 0.5 * n_allowed) % n_allowed];
-        mbk_transform X_PF = mbk_transform_make(rrot(), rvec(0.7));
-        mbk_transform X_BM = mbk_transform_make(rrot(), rvec(0.3));
-        mbk_mass_props mp = random_mass_props();
+        int parent = i == 1 ? 0 : test_rand_index(&rng_state, i);
+        int kind = allowed[test_rand_index(&rng_state, n_allowed)];
+        mbk_transform X_PF, X_BM;
+        mbk_mass_props mp;
+        test_rand_body(&rng_state, &X_PF, &X_BM, &mp);
         md->kind[i] = kind;
         CHECK_INT(mbk_matter_add_body(m, parent, &X_PF, &mp, &X_BM, make_mobilizer(kind)), i);
     }
@@ -194,11 +164,7 @@ static void build_tree(model *md, int nbodies, int euler, const int *allowed, in
 /* Realize the topology and make the State (Instance). */
 static void finish_model(model *md)
 {
-    CHECK_INT(mbk_system_realize_topology(md->sys), MBK_OK);
-    md->s = mbk_state_create();
-    CHECK_INT(mbk_state_init(md->s, md->sys), MBK_OK);
-    CHECK_INT(mbk_matter_set_use_euler_angles(md->m, md->s, md->euler != 0), MBK_OK);
-    CHECK_INT(mbk_system_realize(md->sys, md->s, MBK_STAGE_INSTANCE), MBK_OK);
+    md->s = test_instance_state(md->sys, md->m, md->euler);
     md->nq = mbk_state_get_nq(md->s);
     md->nu = mbk_state_get_nu(md->s);
 }
@@ -380,9 +346,9 @@ static void test_each_mobilizer(void)
             double wr = 0, wa = 0;
             for (int trial = 0; trial < 20; ++trial) {
                 randomize(&md, 1.0);
-                check_state(&md, &wr, &wa, kind_names[kind]);
+                check_state(&md, &wr, &wa, test_kind_name(kind));
             }
-            if (getenv("MBK_TEST_VERBOSE")) printf("  %-13s %s dr %.2g dudot %.2g\n", kind_names[kind], euler ? "euler" : "quat ", wr, wa);
+            if (getenv("MBK_TEST_VERBOSE")) printf("  %-13s %s dr %.2g dudot %.2g\n", test_kind_name(kind), euler ? "euler" : "quat ", wr, wa);
             CHECK(wr <= TOL);
             CHECK(wa <= TOL);
             destroy_model(&md);
@@ -408,13 +374,13 @@ static void check_forces(model *md, double *worst, const char *what)
         if (getenv("MBK_TEST_DEBUG")) {
             for (int i = 0; i < md->nu; ++i) for (int j = 0; j < md->nq; ++j) if (fabs(A_q[i*md->nq+j]-B_q[i*md->nq+j]) > 1e-6) fprintf(stderr, "      q[%d][%d] %g %g\n", i, j, A_q[i*md->nq+j], B_q[i*md->nq+j]);
             for (int i = 0; i < md->nu; ++i) for (int j = 0; j < md->nu; ++j) if (fabs(A_u[i*md->nu+j]-B_u[i*md->nu+j]) > 1e-6) fprintf(stderr, "      u[%d][%d] %g %g\n", i, j, A_u[i*md->nu+j], B_u[i*md->nu+j]);
-            for (int b = 1; b < md->nb; ++b) fprintf(stderr, "      body %d kind %s u0 %d q0 %d q %g\n", b, kind_names[md->kind[b]], mbk_matter_get_body_u_start(md->m, md->s, b), mbk_matter_get_body_q_start(md->m, md->s, b), mbk_state_get_q(md->s)[mbk_matter_get_body_q_start(md->m, md->s, b)]);
+            for (int b = 1; b < md->nb; ++b) fprintf(stderr, "      body %d kind %s u0 %d q0 %d q %g\n", b, test_kind_name(md->kind[b]), mbk_matter_get_body_u_start(md->m, md->s, b), mbk_matter_get_body_q_start(md->m, md->s, b), mbk_state_get_q(md->s)[mbk_matter_get_body_q_start(md->m, md->s, b)]);
         }
     }
 }
 
 /* A body index in [lo, hi] drawn at random. */
-static int rbody(int lo, int hi) { return lo + (int)((rnd() + 1.0) * 0.5 * (hi - lo + 1)) % (hi - lo + 1); }
+static int rbody(int lo, int hi) { return lo + test_rand_index(&rng_state, hi - lo + 1); }
 
 /* Random trees with every built-in force element but contact (test_contact). */
 static void test_force_elements(void)

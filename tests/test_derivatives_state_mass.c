@@ -10,6 +10,7 @@
 #include <mbk/mbk.h>
 
 #include "mbk_test.h"
+#include "test_util.h"
 
 enum { NB = 6 };
 
@@ -39,14 +40,9 @@ static mbk_system *make_chain(int heavy, double mass)
 
 static mbk_state *start(const mbk_system *sys)
 {
-    mbk_state *s = mbk_state_create();
-    mbk_state_copy(s, mbk_system_get_default_state(sys));
-    mbk_system_realize(sys, s, MBK_STAGE_MODEL);
     double q[NB], u[NB];
     for (int i = 0; i < NB; ++i) q[i] = 0.3 * sin(1.7 * i + 0.2), u[i] = 0.8 * cos(2.3 * i);
-    mbk_state_set_q(s, q, NB);
-    mbk_state_set_u(s, u, NB);
-    return s;
+    return test_state_from_default(sys, q, NB, u, NB);
 }
 
 static double max_rel_diff(const double *a, const double *b, int n)

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "mbk_test.h"
+#include "test_util.h"
 
 #define MAX_B 51           /* bodies with Ground */
 #define MAX_U (6 * MAX_B)
@@ -45,43 +46,17 @@
 /* ---- random numbers (fixed seed) ------------------------------------- */
 
 static unsigned long long rng_state = 0x9E3779B97F4A7C15ull;
-static double rnd(void) /* uniform in [-1, 1) */
-{
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rng_state >> 11) / 4503599627370496.0 - 1.0;
-}
-static mbk_vec3 rvec(double scale) { return mbk_vec3_make(scale * rnd(), scale * rnd(), scale * rnd()); }
-static mbk_mat33 rrot(void) { return mbk_mat33_from_axis_angle(mbk_vec3_normalize(rvec(1.0)), 3.0 * rnd()); }
+static double rnd(void) { return test_rand_uniform(&rng_state); } /* uniform in [-1, 1) */
+static mbk_vec3 rvec(double scale) { return test_rand_vec3(&rng_state, scale); }
+static mbk_mat33 rrot(void) { return test_rand_rotation(&rng_state); }
 
 /* ---- the mobilizers in the random trees ------------------------------
-   MOBILIZER_KINDS: extend this list (and make_mobilizer) when new built-in
-   mobilizers land. Not yet included: function-based mobilizers
-   (mbk_mobilizer_function_based, in progress when this was written). */
-enum kind {
-    K_WELD, K_PIN, K_SLIDER, K_TRANSLATION, K_BALL, K_FREE,
-    K_SCREW, K_UNIVERSAL, K_CYLINDER, K_PLANAR, K_GIMBAL, K_BUSHING,
-    NKINDS
-};
-static const char *const kind_names[NKINDS] = {"Weld", "Pin", "Slider", "Translation", "Ball", "Free",
-                                               "Screw", "Universal", "Cylinder", "Planar", "Gimbal", "Bushing"};
+   Every built-in mobilizer of test_util.h's kinds (extend it and
+   test_builtin_mobilizer when new ones land). Not yet included:
+   function-based mobilizers (K_FUNCTION). */
+#define NKINDS K_FUNCTION
 
-static mbk_mobilizer make_mobilizer(int kind)
-{
-    switch (kind) {
-    case K_WELD: return mbk_mobilizer_weld();
-    case K_PIN: return mbk_mobilizer_pin();
-    case K_SLIDER: return mbk_mobilizer_slider();
-    case K_TRANSLATION: return mbk_mobilizer_translation();
-    case K_BALL: return mbk_mobilizer_ball();
-    case K_FREE: return mbk_mobilizer_free();
-    case K_SCREW: return mbk_mobilizer_screw(0.3 * rnd());
-    case K_UNIVERSAL: return mbk_mobilizer_universal();
-    case K_CYLINDER: return mbk_mobilizer_cylinder();
-    case K_PLANAR: return mbk_mobilizer_planar();
-    case K_GIMBAL: return mbk_mobilizer_gimbal();
-    default: return mbk_mobilizer_bushing();
-    }
-}
+static mbk_mobilizer make_mobilizer(int kind) { return test_builtin_mobilizer(kind, &rng_state); }
 
 /* True when the body's first 4 q are a quaternion. */
 static int has_quaternion(int kind, int euler) { return !euler && (kind == K_BALL || kind == K_FREE); }
@@ -121,14 +96,6 @@ typedef struct model {
     applied *forces;
 } model;
 
-static mbk_mass_props random_mass_props(void)
-{
-    mbk_mat33 R = rrot();
-    double a = 0.2 + 0.1 * (rnd() + 1), b = 0.2 + 0.1 * (rnd() + 1), c = 0.2 + 0.1 * (rnd() + 1);
-    mbk_mat33 I = mbk_mat33_mul_transpose(mbk_mat33_mul(R, mbk_mat33_diag(b + c, a + c, a + b)), R);
-    return mbk_mass_props_from_central(1.0 + 0.5 * rnd(), rvec(0.4), I);
-}
-
 /* Normalize the quaternions in q (so that q + h qdot stays on the manifold to O(h^2)). */
 static void normalize_quaternions(const model *md, double *q)
 {
@@ -153,16 +120,16 @@ static void build_model(model *md, int nbodies, int euler, const int *allowed, i
     md->nb = nbodies + 1;
     md->kind[0] = K_WELD;
     for (int i = 1; i <= nbodies; ++i) {
-        int parent = i == 1 ? 0 : (int)((rnd() + 1.0) * 0.5 * i) % i;
-        int kind = allowed[(int)((rnd() + 1.0) * 0.5 * n_allowed) % n_allowed];
+        int parent = i == 1 ? 0 : test_rand_index(&rng_state, i);
+        int kind = allowed[test_rand_index(&rng_state, n_allowed)];
         if (free_root) {
-            parent = i == 1 ? 0 : 1 + (int)((rnd() + 1.0) * 0.5 * (i - 1)) % (i - 1);
+            parent = i == 1 ? 0 : 1 + test_rand_index(&rng_state, i - 1);
             kind = i == 1 ? K_FREE : (i % 2 ? K_BALL : K_PIN);
         }
         if (i == nbodies && kind == K_WELD) kind = K_PIN;
-        mbk_transform X_PF = mbk_transform_make(rrot(), rvec(0.7));
-        mbk_transform X_BM = mbk_transform_make(rrot(), rvec(0.3));
-        mbk_mass_props mp = random_mass_props();
+        mbk_transform X_PF, X_BM;
+        mbk_mass_props mp;
+        test_rand_body(&rng_state, &X_PF, &X_BM, &mp);
         md->kind[i] = kind;
         md->station[i] = rvec(0.5);
         CHECK_INT(mbk_matter_add_body(m, parent, &X_PF, &mp, &X_BM, make_mobilizer(kind)), i);
@@ -172,11 +139,7 @@ static void build_model(model *md, int nbodies, int euler, const int *allowed, i
         memset(forces, 0, sizeof *forces);
         CHECK_INT(mbk_system_add_subsystem(md->sys, &force_ops, forces), 2); /* after matter and the general forces */
     }
-    CHECK_INT(mbk_system_realize_topology(md->sys), MBK_OK);
-    md->s = mbk_state_create();
-    CHECK_INT(mbk_state_init(md->s, md->sys), MBK_OK);
-    CHECK_INT(mbk_matter_set_use_euler_angles(m, md->s, euler != 0), MBK_OK);
-    CHECK_INT(mbk_system_realize(md->sys, md->s, MBK_STAGE_INSTANCE), MBK_OK);
+    md->s = test_instance_state(md->sys, md->m, md->euler);
     md->nq = mbk_state_get_nq(md->s);
     md->nu = mbk_state_get_nu(md->s);
 }
@@ -656,7 +619,7 @@ int main(void)
         for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; ++k)
             for (int rep = 0; rep < 2; ++rep) run_model(idx++, sizes[k], euler);
     printf("%d random models (1..50 bodies; %d mobilizer kinds:", idx, NKINDS);
-    for (int i = 0; i < NKINDS; ++i) printf(" %s", kind_names[i]);
+    for (int i = 0; i < NKINDS; ++i) printf(" %s", test_kind_name(i));
     printf("), worst relative errors:\n");
     for (int i = 0; i < NWORST; ++i) printf("  %-22s %.2e\n", worst_names[i], worst[i]);
     if (failed_model >= 0) printf("  (last failing model: %d)\n", failed_model);

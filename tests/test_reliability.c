@@ -11,6 +11,7 @@
 
 #include "integrator_table.h"
 #include "mbk_test.h"
+#include "test_util.h"
 
 /* CHECK_INT that also says whether it held. */
 #define CHECK_INT_RET(a, b) CHECK((long)(a) == (long)(b))
@@ -48,29 +49,13 @@ static int faulty_force(void *impl, const mbk_force_ctx *c, const mbk_state *s, 
 static const mbk_force_ops faulty_ops = {.name = "faulty", .calc_force = faulty_force};
 
 /* A 2-link planar pendulum under gravity plus the faulty element. */
-static mbk_system *make_pendulum(faulty *f)
-{
-    mbk_system *sys = mbk_multibody_create("pendulum");
-    mbk_matter *m = mbk_multibody_upd_matter(sys);
-    mbk_mass_props mp = mbk_mass_props_from_central(1.0, (mbk_vec3){0, -0.5, 0}, mbk_mat33_diag(0.02, 0.01, 0.02));
-    mbk_transform X0 = mbk_transform_identity(), X1 = mbk_transform_from_p((mbk_vec3){0, -1, 0});
-    int b1 = mbk_matter_add_body(m, 0, &X0, &mp, &X0, mbk_mobilizer_pin());
-    mbk_matter_add_body(m, b1, &X1, &mp, &X0, mbk_mobilizer_pin());
-    mbk_forces *fo = mbk_multibody_upd_forces(sys);
-    mbk_force_add_gravity(fo, (mbk_vec3){0, -9.81, 0});
-    if (f) mbk_force_add_custom(fo, &faulty_ops, f);
-    mbk_system_realize_topology(sys);
-    return sys;
-}
+static mbk_system *make_pendulum(faulty *f) { return test_pendulum2(f ? &faulty_ops : NULL, f); }
 
+/* A State at q = (0.6, -0.3), u = 0. */
 static mbk_state *start_state(const mbk_system *sys)
 {
-    mbk_state *s = mbk_state_create();
-    mbk_state_copy(s, mbk_system_get_default_state(sys));
-    mbk_system_realize(sys, s, MBK_STAGE_MODEL);
-    double q[2] = {0.6, -0.3};
-    mbk_state_set_q(s, q, 2);
-    return s;
+    static const double q[2] = {0.6, -0.3};
+    return test_state_from_default(sys, q, 2, NULL, 0);
 }
 
 /* Defect 1: a force element that fails once (fatal status) stops every integrator. */

@@ -14,6 +14,7 @@
 #include "mbk/mbk.h"
 #include "integrator_table.h"
 #include "mbk_test.h"
+#include "test_util.h"
 
 typedef struct fault {
     int status; /* MBK_OK: never fails */
@@ -33,20 +34,8 @@ static int faulty_force(void *impl, const mbk_force_ctx *c, const mbk_state *s, 
 
 static const mbk_force_ops faulty_ops = {.name = "faulty", .calc_force = faulty_force};
 
-static mbk_system *make_pendulum(fault *f)
-{
-    mbk_system *sys = mbk_multibody_create("pendulum");
-    mbk_matter *m = mbk_multibody_upd_matter(sys);
-    mbk_mass_props mp = mbk_mass_props_from_central(1.0, (mbk_vec3){0, -0.5, 0}, mbk_mat33_diag(0.02, 0.01, 0.02));
-    mbk_transform X0 = mbk_transform_identity(), X1 = mbk_transform_from_p((mbk_vec3){0, -1, 0});
-    int b1 = mbk_matter_add_body(m, 0, &X0, &mp, &X0, mbk_mobilizer_pin());
-    mbk_matter_add_body(m, b1, &X1, &mp, &X0, mbk_mobilizer_pin());
-    mbk_forces *fo = mbk_multibody_upd_forces(sys);
-    mbk_force_add_gravity(fo, (mbk_vec3){0, -9.81, 0});
-    mbk_force_add_custom(fo, &faulty_ops, f);
-    mbk_system_realize_topology(sys);
-    return sys;
-}
+/* The 2-link pendulum with the faulty element. */
+static mbk_system *make_pendulum(fault *f) { return test_pendulum2(&faulty_ops, f); }
 
 typedef struct outcome {
     int rc;

@@ -33,6 +33,19 @@ def pendulum(n=1, mobilizer=mbk.Pin, g=(0.0, -9.81, 0.0)):
     return sys_
 
 
+def rod_loop():
+    """Two 1 kg pendulums pinned 1 m apart whose tips a 1 m rod joins, under
+    gravity (topology not yet realized); returns (system, rod index)."""
+    sys_ = mbk.MultibodySystem("loop")
+    m = sys_.matter
+    mp = mbk.MassProps(1.0, com=(0, -0.5, 0), inertia=(0.08, 0.01, 0.08))
+    a = m.add_body(0, mp, mbk.Pin())
+    b = m.add_body(0, mp, mbk.Pin(), X_PF=(1, 0, 0))
+    c = m.add_rod(a, (0, -1, 0), b, (0, -1, 0), 1.0)
+    sys_.forces.add_gravity((0, -9.81, 0))
+    return sys_, c
+
+
 @pytest.fixture
 def pend():
     return pendulum(1)

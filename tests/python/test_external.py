@@ -4,18 +4,13 @@ import numpy as np
 import pytest
 
 import mbk
-from conftest import pendulum
+from conftest import pendulum, rod_loop
 from mbk import DaeForm, Stage
 
 
 def loop():
-    sys_ = mbk.MultibodySystem("loop")
-    m = sys_.matter
-    mp = mbk.MassProps(1.0, com=(0, -0.5, 0), inertia=(0.08, 0.01, 0.08))
-    a = m.add_body(0, mp, mbk.Pin())
-    b = m.add_body(0, mp, mbk.Pin(), X_PF=(1, 0, 0))
-    m.add_rod(a, (0, -1, 0), b, (0, -1, 0), 1.0)
-    sys_.forces.add_gravity((0, -9.81, 0))
+    """The rod loop assembled near q = (0.2, 0.2), realized to Acceleration."""
+    sys_, _ = rod_loop()
     s = sys_.new_state()
     s.q = [0.2, 0.2]
     sys_.assemble(s, 1e-12)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import mbk
-from conftest import pendulum
+from conftest import pendulum, rod_loop
 from mbk import Stage
 
 
@@ -127,13 +127,8 @@ def test_python_body_force():
 
 def test_constraints_builtin():
     # a four-bar-like loop: two pendulums joined by a rod
-    sys_ = mbk.MultibodySystem("loop")
+    sys_, c = rod_loop()
     m = sys_.matter
-    mp = mbk.MassProps(1.0, com=(0, -0.5, 0), inertia=(0.08, 0.01, 0.08))
-    a = m.add_body(0, mp, mbk.Pin())
-    b = m.add_body(0, mp, mbk.Pin(), X_PF=(1, 0, 0))
-    c = m.add_rod(a, (0, -1, 0), b, (0, -1, 0), 1.0)
-    sys_.forces.add_gravity((0, -9.81, 0))
     assert c == 0 and m.num_constraints == 1 and m.constraint_num_equations(c) == (1, 0, 0)
     s = sys_.new_state()
     s.q = [0.2, 0.25]

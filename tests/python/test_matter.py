@@ -80,12 +80,18 @@ def test_names_and_topology_queries(chain3):
     assert isinstance(chain3.fingerprint, int) and chain3.fingerprint != 0
 
 
-def test_kinematics_and_mass_properties(chain3):
-    m = chain3.matter
+def moving_state(chain3):
+    """A State of the 3-link chain at fixed q and u, realized to Acceleration."""
     s = chain3.new_state()
     s.q = [0.3, -0.2, 0.5]
     s.u = [1.0, 0.5, -0.25]
     s.realize(Stage.ACCELERATION)
+    return s
+
+
+def test_kinematics_and_mass_properties(chain3):
+    m = chain3.matter
+    s = moving_state(chain3)
     J = m.system_jacobian(s)
     assert J.shape == (24, 3)
     V = m.multiply_by_system_jacobian(s, s.u)
@@ -109,10 +115,7 @@ def test_kinematics_and_mass_properties(chain3):
 
 def test_mass_matrix_inverse_dynamics_and_energy(chain3):
     m = chain3.matter
-    s = chain3.new_state()
-    s.q = [0.3, -0.2, 0.5]
-    s.u = [1.0, 0.5, -0.25]
-    s.realize(Stage.ACCELERATION)
+    s = moving_state(chain3)
     M = m.mass_matrix(s)
     assert M.shape == (3, 3) and np.allclose(M, M.T)
     v = np.array([0.1, 0.2, 0.3])
