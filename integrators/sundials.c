@@ -387,8 +387,8 @@ static int sd_setup(void *impl, mbk_integrator *ig)
         SD_TRY(IDAInit(d->mem, ida_res, t0, d->y, d->yp), "initializing");
         SD_TRY(IDASetUserData(d->mem, d), "setting user data");
         SD_TRY(IDASetMaxNumSteps(d->mem, -1), "setting the step limit");
-        d->A = SUNDenseMatrix(d->ny, d->ny, d->ctx);
-        d->LS = d->A ? sd_lapack_dense_solver(d->ny, d->ctx) : NULL;
+        d->A = sd_dense_matrix(d->ny, d->ctx);
+        d->LS = d->A ? sd_lapack_dense_solver(d->ny, mbk_state_get_nq(s), d->ctx) : NULL;
         if (!d->LS) return mbk_set_error(MBK_ENOMEM, "IDA: could not make the dense linear solver");
         SD_TRY(IDASetLinearSolver(d->mem, d->LS, d->A), "attaching the linear solver");
         if (d->nroots > 0) {
@@ -404,8 +404,8 @@ static int sd_setup(void *impl, mbk_integrator *ig)
         SD_TRY(CVodeSetUserData(d->mem, d), "setting user data");
         SD_TRY(CVodeSetMaxNumSteps(d->mem, -1), "setting the step limit");
         if (d->kind == SD_BDF) {
-            d->A = SUNDenseMatrix(d->ny, d->ny, d->ctx);
-            d->LS = d->A ? sd_lapack_dense_solver(d->ny, d->ctx) : NULL;
+            d->A = sd_dense_matrix(d->ny, d->ctx);
+            d->LS = d->A ? sd_lapack_dense_solver(d->ny, mbk_state_get_nq(s), d->ctx) : NULL;
             if (!d->LS) return mbk_set_error(MBK_ENOMEM, "CVODE: could not make the dense linear solver");
             SD_TRY(CVodeSetLinearSolver(d->mem, d->LS, d->A), "attaching the linear solver");
             SD_TRY(CVodeSetProjFn(d->mem, cv_proj), "setting the projection");
