@@ -43,7 +43,8 @@ typedef struct lapack_ls {
     int *pivots;          /* n LU pivots: each q block's at its rows, then S's (or A's) */
     int *block_end;       /* nq: q block b is rows [block_end[b-1], block_end[b]) (from 0) */
     int *col_lo, *col_hi; /* nq each: the columns (>= nq) of A12 block b touches, [lo, hi) */
-    int *row_lo, *row_hi; /* nq each, setup scratch: a q row's first and last nonzero in A11 */
+    int *block_of;        /* nq: the q block of each q row (setup scratch before that) */
+    int *col_last;        /* nq, setup scratch: each A11 column's last nonzero row */
     sunindextype last_flag;
 } lapack_ls;
 
@@ -71,57 +72,63 @@ static int lapack_status(lapack_ls *c, int info)
     return info < 0 ? SUNLS_PACKAGE_FAIL_UNREC : info > 0 ? SUNLS_LUFACT_FAIL : SUNLS_SUCCESS;
 }
 
-/* Each q row's nonzero extent in A11 (column-major, leading dimension n). */
-static void q_row_extents(lapack_ls *c, const double *a)
+/* The first and last rows of col[0, n) that are not zero (*first > *last when none), as
+   min/max reductions the compiler vectorizes: the setup scans nq (nq + nu) entries. */
+static void nonzero_extent(const double *col, int n, int *first, int *last)
 {
-    for (int i = 0; i < c->nq; ++i) c->row_lo[i] = c->row_hi[i] = i;
-    for (int j = 0; j < c->nq; ++j) {
-        const double *col = a + (size_t)j * (size_t)c->n;
-        for (int i = 0; i < c->nq; ++i) {
-            if (col[i] == 0.0) continue;
-            if (j < c->row_lo[i]) c->row_lo[i] = j;
-            if (j > c->row_hi[i]) c->row_hi[i] = j;
-        }
+    long lo = n, hi = -1; /* 64-bit, as wide as the doubles, so the loop vectorizes */
+    for (long i = 0; i < n; ++i) {
+        long as_first = col[i] != 0.0 ? i : n, as_last = col[i] != 0.0 ? i : -1;
+        lo = as_first < lo ? as_first : lo;
+        hi = as_last > hi ? as_last : hi;
     }
+    *first = (int)lo;
+    *last = (int)hi;
 }
 
 /* Split A11 into the finest contiguous diagonal blocks its nonzeros allow: a block ends
-   before row k when no row above reaches column k and no row below reaches left of k.
-   Returns the number of blocks, or 0 when one is larger than QBLOCK_MAX. */
+   before k when no column left of k has a nonzero at or below row k and no column from k on
+   has one above row k. Leaves block_of[i] = the block of q row i. Returns the number of
+   blocks, or 0 when one is larger than QBLOCK_MAX. */
 static int find_q_blocks(lapack_ls *c, const double *a)
 {
-    q_row_extents(c, a);
-    /* row_lo becomes the suffix minimum, so "no row below reaches left" is one look-up */
-    for (int i = c->nq - 2; i >= 0; --i)
-        if (c->row_lo[i + 1] < c->row_lo[i]) c->row_lo[i] = c->row_lo[i + 1];
+    int *first = c->block_of, *last = c->col_last;
+    for (int j = 0; j < c->nq; ++j) {
+        nonzero_extent(a + (size_t)j * (size_t)c->n, c->nq, first + j, last + j);
+        if (first[j] > j) first[j] = j;
+        if (last[j] < j) last[j] = j;
+    }
+    /* first becomes its suffix minimum, so "no column from k on reaches above k" is a look-up */
+    for (int j = c->nq - 2; j >= 0; --j)
+        if (first[j + 1] < first[j]) first[j] = first[j + 1];
     int nb = 0, start = 0, reach = 0;
     for (int k = 1; k <= c->nq; ++k) {
-        if (c->row_hi[k - 1] > reach) reach = c->row_hi[k - 1];
-        if (k < c->nq && (reach >= k || c->row_lo[k] < k)) continue;
+        if (last[k - 1] > reach) reach = last[k - 1];
+        if (k < c->nq && (reach >= k || first[k] < k)) continue;
         if (k - start > QBLOCK_MAX) return 0;
         c->block_end[nb++] = k;
         start = k;
     }
+    for (int b = 0, i = 0; b < nb; ++b)
+        for (; i < c->block_end[b]; ++i) c->block_of[i] = b;
     return nb;
 }
 
 /* The columns (>= nq) of A12 each q block's rows touch, as [col_lo, col_hi); empty when
-   col_lo >= col_hi. */
+   col_lo >= col_hi. A column reaching several blocks counts for each block between its first
+   and last nonzero row (zeros among them only cost work). */
 static void find_block_columns(lapack_ls *c, const double *a)
 {
-    int b = 0;
-    for (int i = 0; i < c->nblocks; ++i) {
-        c->col_lo[i] = c->n;
-        c->col_hi[i] = c->nq;
+    for (int b = 0; b < c->nblocks; ++b) {
+        c->col_lo[b] = c->n;
+        c->col_hi[b] = c->nq;
     }
     for (int j = c->nq; j < c->n; ++j) {
-        const double *col = a + (size_t)j * (size_t)c->n;
-        b = 0;
-        for (int i = 0; i < c->nq; ++i) {
-            while (i >= c->block_end[b]) ++b;
-            if (col[i] == 0.0) continue;
+        int f, l;
+        nonzero_extent(a + (size_t)j * (size_t)c->n, c->nq, &f, &l);
+        for (int b = f <= l ? c->block_of[f] : c->nblocks, bl = f <= l ? c->block_of[l] : -1; b <= bl; ++b) {
             if (j < c->col_lo[b]) c->col_lo[b] = j;
-            if (j + 1 > c->col_hi[b]) c->col_hi[b] = j + 1;
+            c->col_hi[b] = j + 1;
         }
     }
 }
@@ -320,8 +327,8 @@ SUNLinearSolver sd_lapack_dense_solver(int n, int nq, SUNContext ctx)
     c->block_end = ints + n;
     c->col_lo = c->block_end + nq;
     c->col_hi = c->col_lo + nq;
-    c->row_lo = c->col_hi + nq;
-    c->row_hi = c->row_lo + nq;
+    c->block_of = c->col_hi + nq;
+    c->col_last = c->block_of + nq;
     S->content = c;
     S->ops->gettype = lls_type;
     S->ops->getid = lls_id;
