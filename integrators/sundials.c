@@ -378,8 +378,9 @@ static int sd_setup(void *impl, mbk_integrator *ig)
     if (!d->jac || !d->ybuf) return MBK_ENOMEM;
     d->y = N_VMake_Serial(d->ny, (double *)mbk_state_get_y(s), d->ctx);
     if (!d->y) return mbk_set_error(MBK_ENOMEM, "%s: could not make the state vector", sd_name(d));
+    sd_fast_vector_ops(d->y); /* SUNDIALS clones its own vectors from this one */
     if (d->kind == SD_IDA) {
-        d->yp = N_VNew_Serial(d->ny, d->ctx);
+        d->yp = N_VClone(d->y);
         d->mem = IDACreate(d->ctx);
         if (!d->yp || !d->mem) return mbk_set_error(MBK_ENOMEM, "IDA: out of memory");
         memcpy(N_VGetArrayPointer(d->yp), mbk_state_get_ydot(s), (size_t)d->ny * sizeof(double));
