@@ -27,6 +27,7 @@
 #include "mbk/mbk.h"
 #include "integrator_table.h"
 #include "mbk_test.h"
+#include "test_util.h"
 #include "test_models.h"
 
 #include <errno.h>
@@ -873,14 +874,6 @@ static void test_failing_relayout(void)
 /* Integrator steps: nothing allocated, process-wide                    */
 /* ------------------------------------------------------------------ */
 
-static mbk_state *realized_state(const mbk_system *sys)
-{
-    mbk_state *s = mbk_state_create();
-    mbk_state_init(s, sys);
-    mbk_system_realize(sys, s, MBK_STAGE_INSTANCE);
-    return s;
-}
-
 /* A free body (quaternion) carrying a Hunt-Crossley sphere (r = 0.1 m), set down
    pressed into the ground half-space, sliding at 0.5 m/s and spinning at 3 rad/s:
    Hertz contact and friction act at every step. */
@@ -896,7 +889,7 @@ static mbk_system *contact_model(mbk_state **s0)
     const double params[6] = {1e7, 0.5, 0.8, 0.5, 0.0, 0.1};
     CHECK(mbk_force_add_hunt_crossley_sphere(f, b, mbk_vec3_zero(), 0.1, 0.0, params) >= 0);
     mbk_system_realize_topology(sys);
-    mbk_state *s = realized_state(sys);
+    mbk_state *s = test_new_state(sys);
     CHECK_INT(mbk_state_get_nq(s), 7);
     mbk_state_upd_q(s)[6] = 0.1 - 5e-4;  /* q = (quaternion, p): 0.5 mm into the ground */
     mbk_state_upd_u(s)[2] = 3.0;         /* u = (w, v) */
@@ -911,7 +904,7 @@ static mbk_system *fourbar_model(mbk_state **s0)
     mbk_system *sys = mbk_multibody_create("fourbar");
     builtin_fourbar_add(sys, mbk_vec3_make(0, -9.81, 0), NULL);
     mbk_system_realize_topology(sys);
-    mbk_state *s = realized_state(sys);
+    mbk_state *s = test_new_state(sys);
     const double u[3] = {3.0, 0, 0};
     builtin_fourbar_start(sys, s, u, true);
     *s0 = s;

@@ -38,6 +38,7 @@
 #include "mbk/mbk.h"
 #include "integrator_table.h"
 #include "mbk_test.h"
+#include "test_util.h"
 #include "test_models.h"
 
 /* ------------------------------------------------------------------ */
@@ -109,14 +110,6 @@ static long solver_reinits(void) { return n_ida_reinit + n_cv_reinit; }
 /* Models                                                               */
 /* ------------------------------------------------------------------ */
 
-static mbk_state *new_state(const mbk_system *sys)
-{
-    mbk_state *s = mbk_state_create();
-    mbk_state_init(s, sys);
-    mbk_system_realize(sys, s, MBK_STAGE_INSTANCE);
-    return s;
-}
-
 /* `mbk run builtin:fourbar` (apps/app_models.c): crank 0.4 m, coupler 1 m, rocker
    0.8 m, ground 1 m, on pins, the loop closed by a ball; gravity -y; the crank at
    0.5 rad turning at 3 rad/s, assembled with the crank locked. */
@@ -125,7 +118,7 @@ static mbk_system *make_fourbar(mbk_state **s0)
     mbk_system *sys = mbk_multibody_create("fourbar");
     builtin_fourbar_add(sys, mbk_vec3_make(0, -9.81, 0), NULL);
     mbk_system_realize_topology(sys);
-    mbk_state *s = new_state(sys);
+    mbk_state *s = test_new_state(sys);
     const double u[3] = {3.0, 0, 0};
     builtin_fourbar_start(sys, s, u, true);
     *s0 = s;
@@ -391,7 +384,7 @@ static void test_bounce_restarts(void)
         slider_ball_add(sys, G);
         mbk_system_add_event_handler(sys, MBK_STAGE_POSITION, MBK_FALLING, q0_witness, bounce, &b);
         mbk_system_realize_topology(sys);
-        mbk_state *s = new_state(sys);
+        mbk_state *s = test_new_state(sys);
         mbk_state_upd_q(s)[0] = H0;
         mbk_integrator *ig = make(w, sys);
         mbk_integrator_set_accuracy(ig, 1e-8);

@@ -103,6 +103,15 @@ static inline mbk_mobilizer test_builtin_mobilizer(int kind, unsigned long long 
 
 /* ---- the State of a random tree ------------------------------------------------ */
 
+/* A fresh State of sys (already past Topology), realized to Instance. */
+static inline mbk_state *test_new_state(const mbk_system *sys)
+{
+    mbk_state *s = mbk_state_create();
+    CHECK_INT(mbk_state_init(s, sys), MBK_OK);
+    CHECK_INT(mbk_system_realize(sys, s, MBK_STAGE_INSTANCE), MBK_OK);
+    return s;
+}
+
 /* Realize the topology and return a new State at Instance, in Euler angles
    when euler (else quaternions); each of the 4 steps is a CHECK. */
 static inline mbk_state *test_instance_state(mbk_system *sys, const mbk_matter *m, int euler)

@@ -15,6 +15,7 @@
 
 #include "mbk/mbk.h"
 #include "mbk_test.h"
+#include "test_util.h"
 #include "test_models.h"
 
 /* ------------------------------------------------------------------ */
@@ -71,14 +72,6 @@ static const mbk_subsystem_ops counter_ops = {.name = "counter",
 /* Models                                                               */
 /* ------------------------------------------------------------------ */
 
-static mbk_state *new_state(const mbk_system *sys)
-{
-    mbk_state *s = mbk_state_create();
-    mbk_state_init(s, sys);
-    mbk_system_realize(sys, s, MBK_STAGE_INSTANCE);
-    return s;
-}
-
 enum { PEND_M = 0, PEND_L = 1, PEND_I = 2 };
 static const double PEND[3] = {1.3, 0.7, 0.05}, GRAV = 9.81;
 
@@ -105,7 +98,7 @@ static mbk_system *make_fourbar(mbk_state **s0)
     memset(&COUNT, 0, sizeof COUNT);
     mbk_system_add_subsystem(sys, &counter_ops, &COUNT);
     mbk_system_realize_topology(sys);
-    mbk_state *s = new_state(sys);
+    mbk_state *s = test_new_state(sys);
     const double u[3] = {3.0, 0.4, -0.3}; /* off the velocity constraints: no matter here */
     builtin_fourbar_start(sys, s, u, false);
     *s0 = s;
@@ -126,7 +119,7 @@ static mbk_system *make_contact(mbk_state **s0)
     const double params[6] = {1e7, 0.5, 0.8, 0.5, 0.1, 0.1};
     mbk_force_add_hunt_crossley_sphere(f, b, mbk_vec3_zero(), 0.1, 0.0, params);
     mbk_system_realize_topology(sys);
-    mbk_state *s = new_state(sys);
+    mbk_state *s = test_new_state(sys);
     double *q = mbk_state_upd_q(s);
     const double c = cos(0.1), sn = sin(0.1); /* rotated 0.2 rad about (1, 1, 0)/sqrt(2) */
     q[0] = c, q[1] = sn / sqrt(2.0), q[2] = sn / sqrt(2.0), q[3] = 0;
@@ -144,7 +137,7 @@ static mbk_system *make_contact(mbk_state **s0)
 static void test_pendulum_analytic(void)
 {
     mbk_system *sys = make_pendulum();
-    mbk_state *s = new_state(sys);
+    mbk_state *s = test_new_state(sys);
     const double Io = PEND[PEND_I] + PEND[PEND_M] * PEND[PEND_L] * PEND[PEND_L];
     double worst = 0;
     const double thetas[3] = {0.3, 1.2, 2.5};
