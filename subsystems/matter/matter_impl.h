@@ -128,6 +128,7 @@ struct mbk_matter {
     int nu;                /* total u */
     int nd;                /* total size of the D^-1 blocks (sum of nu_b^2) */
     int npin;              /* number of built-in Pins */
+    int nquat;             /* number of bodies whose mobilizer has a quaternion (mt_body.quat) */
     int *fed;              /* the bodies whose node says fed (their sums are zeroed before a sweep) */
     int nfed;              /* how many */
     int euler_var;         /* discrete variable (Model): use Euler angles */
@@ -286,14 +287,23 @@ static inline bool use_euler(const mbk_matter *m, const mbk_state *s)
     return *(const bool *)mbk_state_get_discrete(s, m->sub, m->euler_var);
 }
 
-/* Sizes of the cache blobs; forces = body forces (nb) then mobility forces (nu). */
+/* Sizes of the cache blobs; forces = body forces (nb), mobility forces (nu, and one spare),
+   then the flag of mt_forces_checked. */
 static inline size_t forces_bytes(const mbk_matter *m)
 {
-    return (size_t)m->nb * sizeof(mbk_spatial_vec) + (size_t)(m->nu + 1) * sizeof(double);
+    return (size_t)m->nb * sizeof(mbk_spatial_vec) + (size_t)(m->nu + 2) * sizeof(double);
 }
 
 /* The mobility forces of a force blob, right after its nb body forces. */
 static inline double *mt_mobility_forces(mbk_spatial_vec *F, int nb) { return (double *)(F + nb); }
+
+/* The force blob's flag: 1.0 while its sums are known finite (the last force subsystem to
+   realize Dynamics scanned them, and no one has asked for them writable since), else 0.0;
+   then the operators given the System's own sums need not scan them again. */
+static inline double *mt_forces_checked(const mbk_matter *m, mbk_spatial_vec *F)
+{
+    return mt_mobility_forces(F, m->nb) + m->nu + 1;
+}
 
 /* The State's own body masses (Position): nb doubles right after the nb poses in the
    Position blob, so the sweeps find them without a lookup and mt_pos stays 192 bytes.

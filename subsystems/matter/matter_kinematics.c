@@ -79,7 +79,7 @@ int mt_check_q(const mbk_matter *m, const int *lay, bool euler, const double *q,
                              "set finite coordinates (the State's q are kept as they are)", k, k - lay[2 * b], b,
                              m->bodies[b].mob.ops->name ? m->bodies[b].mob.ops->name : "custom", q[k]);
     }
-    for (int b = 1; b < m->nb && !euler; ++b) {
+    for (int b = 1; m->nquat > 0 && b < m->nb && !euler; ++b) {
         if (!m->bodies[b].quat) continue;
         const double *qb = q + lay[2 * b];
         if (!(qb[0] * qb[0] + qb[1] * qb[1] + qb[2] * qb[2] + qb[3] * qb[3] > 0))
@@ -96,9 +96,9 @@ int mt_realize_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     const mbk_matter *m = impl;
     const int *lay = qlayout(m, s);
     bool euler = layout_euler(m, lay);
-    const double *q = mbk_state_get_subsystem_q(s, m->sub);
+    const double *q = st_sub_y(s, m->sub, 0);
     /* the System has checked every q finite before Position (st_check_finite) */
-    int rc = mt_check_q(m, lay, euler, q, mbk_state_get_subsystem_nq(s, m->sub), false);
+    int rc = mt_check_q(m, lay, euler, q, st_sub_of(s, m->sub)->nq, false);
     if (rc < 0) return rc;
     double *qn = mt_cache(m, s, C_QN), *sc = mt_cache(m, s, C_TRIG);
     mt_pos *pos = mt_cache(m, s, C_POS);
@@ -206,7 +206,7 @@ int mt_realize_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     const mbk_matter *m = impl;
     const int *lay = qlayout(m, s);
     bool euler = layout_euler(m, lay);
-    const double *u = mbk_state_get_subsystem_u(s, m->sub); /* finite: the System checked before Velocity */
+    const double *u = st_sub_y(s, m->sub, 1); /* finite: the System checked before Velocity */
     const double *qn = mt_cache(m, s, C_QN);
     const mt_pos *pos = mt_cache(m, s, C_POS);
     const mt_joint_frame *jf = mt_cache(m, s, C_JOINT);
@@ -214,7 +214,7 @@ int mt_realize_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     mt_vel *vel = mt_cache(m, s, C_VEL);
     const double *pm = mt_pos_mass(m, pos);
     const bool own_mass = pm[0] != 0.0;
-    double *qdot = mbk_state_upd_subsystem_qdot(s, m->sub);
+    double *qdot = st_sub_ydot(s, m->sub, 0);
     memset(&vel[0], 0, sizeof vel[0]);
     for (int i = 1; i < m->nb; ++i) {
         const mt_node *b = &m->nodes[i];

@@ -252,9 +252,14 @@ int mbk_matter_calc_residual_force(const mbk_matter *m, const mbk_state *s, cons
     if (rc < 0) return rc;
     if (!residual) return mbk_set_error(MBK_EINVAL, "mbk_matter_calc_residual_force: residual is NULL");
     const char *fn = "mbk_matter_calc_residual_force";
+    /* the System's own force sums were scanned when they were made (mt_forces_checked) */
+    mbk_spatial_vec *own = mt_cache(m, s, C_FORCES);
+    const bool own_checked = st_sub_of(s, m->sub)->stage >= MBK_STAGE_DYNAMICS && *mt_forces_checked(m, own) != 0.0;
+    const bool scan_tau = mobility_forces && !(own_checked && mobility_forces == mt_mobility_forces(own, m->nb));
+    const bool scan_F = body_forces && !(own_checked && body_forces == own);
     if ((known_udot && (rc = mt_need_finite(known_udot, m->nu, fn, "known_udot")) < 0) ||
-        (mobility_forces && (rc = mt_need_finite(mobility_forces, m->nu, fn, "mobility_forces")) < 0) ||
-        (body_forces && (rc = mt_need_finite((const double *)body_forces, 6 * m->nb, fn, "body_forces (as doubles)")) < 0))
+        (scan_tau && (rc = mt_need_finite(mobility_forces, m->nu, fn, "mobility_forces")) < 0) ||
+        (scan_F && (rc = mt_need_finite((const double *)body_forces, 6 * m->nb, fn, "body_forces (as doubles)")) < 0))
         return rc;
     mbk_spatial_vec *w = mt_cache(m, s, C_SCRATCH);
     mt_rnea(m, s, known_udot, mobility_forces, body_forces, true, w, w + m->nb, residual);
