@@ -213,10 +213,32 @@ static inline void st_invalidate(mbk_state *s, int g)
     if (g <= MBK_STAGE_DYNAMICS) h->y_checked &= g <= MBK_STAGE_POSITION ? 0 : (1 << (g - MBK_STAGE_POSITION)) - 1;
     for (int k = 0; k < h->nsub; ++k) {
         st_sub *b = st_sub_of(s, k);
-        for (int j = g; j <= MBK_STAGE_REPORT; ++j) b->version[j]++;
+        /* g..Report by adding 0 or 1 to every entry: a loop of fixed length, unrolled and vectorized */
+        for (int j = 0; j < MBK_NUM_STAGES; ++j) b->version[j] += j >= g;
         if (b->stage >= g) b->stage = g - 1;
     }
     if (h->stage >= g) h->stage = g - 1;
+}
+
+/* Recompute hdr->stage from the subsystem stages. */
+static inline void st_update_stage(mbk_state *s)
+{
+    st_hdr *h = st_hdr_of(s);
+    if (h->nsub == 0) return;
+    int lo = MBK_STAGE_INFINITY;
+    for (int k = 0; k < h->nsub; ++k)
+        if (st_sub_of(s, k)->stage < lo) lo = st_sub_of(s, k)->stage;
+    h->stage = lo;
+}
+
+/* Whether the variables of stage g (q at Position, u at Velocity, z at Dynamics) are known
+   finite without a scan: set_q, set_u, set_z or set_y scanned them (st_hdr.y_checked), or
+   there are none. */
+static inline bool st_y_known_finite(const mbk_state *s, int g)
+{
+    const st_hdr *h = st_hdr_of(s);
+    if (g == MBK_STAGE_DYNAMICS && h->nz == 0) return true; /* no z at all */
+    return g >= MBK_STAGE_POSITION && g <= MBK_STAGE_DYNAMICS && ((h->y_checked >> (g - MBK_STAGE_POSITION)) & 1);
 }
 
 /* ---- state_block.c: layout and rebuild ---- */
@@ -248,8 +270,6 @@ int st_type_matches(const mbk_value_type *have, const mbk_value_type *want, cons
 /* ---- state_stage.c: stages and invalidation ---- */
 /* Invalidate g; a Model change also discards what Model realization allocated. */
 int st_invalidate_stage(mbk_state *s, int g);
-/* Recompute hdr->stage from the subsystem stages. */
-void st_update_stage(mbk_state *s);
 
 /* ---- state_vars.c: continuous variables ---- */
 /* MBK_OK if the variables of `stage` (t, q, u or z) are all finite, else MBK_ENOTFINITE. */

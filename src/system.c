@@ -55,6 +55,23 @@ const char *mbk_system_get_name(const mbk_system *sys)
     return sys ? sys->name : NULL;
 }
 
+/* The realize op of stage g. */
+static mbk_realize_fn stage_op(const mbk_subsystem_ops *ops, int g)
+{
+    switch (g) {
+    case MBK_STAGE_TOPOLOGY: return ops->realize_topology;
+    case MBK_STAGE_MODEL: return ops->realize_model;
+    case MBK_STAGE_INSTANCE: return ops->realize_instance;
+    case MBK_STAGE_TIME: return ops->realize_time;
+    case MBK_STAGE_POSITION: return ops->realize_position;
+    case MBK_STAGE_VELOCITY: return ops->realize_velocity;
+    case MBK_STAGE_DYNAMICS: return ops->realize_dynamics;
+    case MBK_STAGE_ACCELERATION: return ops->realize_acceleration;
+    case MBK_STAGE_REPORT: return ops->realize_report;
+    default: return NULL;
+    }
+}
+
 int mbk_system_add_subsystem(mbk_system *sys, const mbk_subsystem_ops *ops, void *impl)
 {
     if (!sys) return mbk_set_error(MBK_EINVAL, "mbk_system_add_subsystem: system is NULL");
@@ -70,6 +87,7 @@ int mbk_system_add_subsystem(mbk_system *sys, const mbk_subsystem_ops *ops, void
     if (!b) return MBK_ENOMEM;
     b->ops = *ops;
     b->ops_source = ops;
+    for (int g = 0; g < MBK_NUM_STAGES; ++g) b->realize[g] = stage_op(ops, g);
     b->impl = impl;
     b->ctx.sys = sys;
     b->ctx.index = sys->nsub;
@@ -157,23 +175,6 @@ static int op_failure(const mbk_system *sys, int k, const char *what, int rc)
                          mbk_system_get_subsystem_name(sys, k), what, rc, why[0] ? ": " : "", why);
 }
 
-/* The realize op of stage g. */
-static mbk_realize_fn stage_op(const mbk_subsystem_ops *ops, int g)
-{
-    switch (g) {
-    case MBK_STAGE_TOPOLOGY: return ops->realize_topology;
-    case MBK_STAGE_MODEL: return ops->realize_model;
-    case MBK_STAGE_INSTANCE: return ops->realize_instance;
-    case MBK_STAGE_TIME: return ops->realize_time;
-    case MBK_STAGE_POSITION: return ops->realize_position;
-    case MBK_STAGE_VELOCITY: return ops->realize_velocity;
-    case MBK_STAGE_DYNAMICS: return ops->realize_dynamics;
-    case MBK_STAGE_ACCELERATION: return ops->realize_acceleration;
-    case MBK_STAGE_REPORT: return ops->realize_report;
-    default: return NULL;
-    }
-}
-
 /* Advance every subsystem from g - 1 to g, in order. On failure every
    subsystem goes back to g - 1 so that a retry starts clean. */
 static int realize_stage(const mbk_system *sys, mbk_state *s, int g)
@@ -182,14 +183,15 @@ static int realize_stage(const mbk_system *sys, mbk_state *s, int g)
         int rc = st_drop_allocations(s, (mbk_stage)g);
         if (rc < 0) return rc;
     }
-    int rc = st_check_finite(s, (mbk_stage)g);
+    /* the stage's variables must be finite; set_q, set_u, ... scanned what they wrote */
+    int rc = st_y_known_finite(s, g) ? MBK_OK : st_check_finite(s, (mbk_stage)g);
     if (rc < 0) return rc;
     st_hdr_of(s)->alloc_stage = g <= MBK_STAGE_INSTANCE ? g : MBK_STAGE_EMPTY;
     st_hdr_of(s)->realizing = g;
     for (int k = 0; k < sys->nsub; ++k) {
         if (st_sub_of(s, k)->stage >= g) continue;
         const sys_sub *b = sys->subs[k];
-        mbk_realize_fn op = stage_op(&b->ops, g);
+        mbk_realize_fn op = b->realize[g];
         if (!op) {
             st_sub_of(s, k)->stage = g;
             continue;

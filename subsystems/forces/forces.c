@@ -288,9 +288,9 @@ static int fs_dynamics(void *impl, const mbk_subsystem_ctx *sc, mbk_state *s)
         int rc = element_force(f, i, s, F, tau);
         if (rc != 0) return rc;
     }
-    /* a cheap scan of the sums; a NaN or infinity must not pass as a result */
-    if (mbk_find_nonfinite((const double *)F, 6 * f->nb) >= 0 || mbk_find_nonfinite(tau, f->nu) >= 0)
-        return blame_nonfinite(f, s, F, tau, on);
+    /* a cheap scan of the sums (tau follows F in one blob: one scan); a NaN or infinity must
+       not pass as a result */
+    if (mbk_find_nonfinite((const double *)F, 6 * f->nb + f->nu) >= 0) return blame_nonfinite(f, s, F, tau, on);
     *mt_forces_checked(f->matter, F) = 1.0; /* scanned: the operators need not scan them again */
     return 0;
 }

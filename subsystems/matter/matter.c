@@ -14,6 +14,7 @@
 #include "mbk/status.h"
 
 #include "matter_impl.h"
+#include "system_impl.h"
 
 /* ------------------------------------------------------------------ */
 /* Checks shared by the public readers                                  */
@@ -22,6 +23,11 @@
 /* MBK_OK if (m, s) are usable and matter is realized to `stage`. */
 int mt_need(const mbk_matter *m, const mbk_state *s, mbk_stage stage, const char *fn)
 {
+    /* the common case in a few loads: a State of this topology, far enough (as below) */
+    const mbk_system *sys = m ? m->sys : NULL;
+    if (sys && s && s->block && sys->topology_realized && st_hdr_of(s)->stamp == sys->stamp &&
+        st_sub_of(s, m->sub)->stage >= (int)stage)
+        return MBK_OK;
     if (!m) return mbk_set_error(MBK_EINVAL, "%s: matter is NULL", fn);
     int rc = mbk_system_check_state(m->sys, s);
     if (rc < 0) return rc;
@@ -532,6 +538,8 @@ mbk_matter *mbk_multibody_upd_matter(mbk_system *sys)
 
 const mbk_matter *mbk_multibody_get_matter(const mbk_system *sys)
 {
+    /* mbk_multibody_create makes matter the first subsystem: look there first */
+    if (sys && sys->nsub > 0 && sys->subs[0]->ops_source == &matter_ops) return sys->subs[0]->impl;
     int k = mbk_system_find_subsystem(sys, &matter_ops);
     return k < 0 ? NULL : mbk_system_get_subsystem_impl(sys, k);
 }
