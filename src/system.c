@@ -10,6 +10,7 @@
 #include "mbk/checkpoint.h"
 #include "mbk/status.h"
 #include "state_impl.h"
+#include "status_impl.h"
 
 const mbk_system *mbk_subsystem_ctx_get_system(const mbk_subsystem_ctx *c) { return c ? c->sys : NULL; }
 
@@ -176,8 +177,9 @@ static int op_failure(const mbk_system *sys, int k, const char *what, int rc)
 }
 
 /* Advance every subsystem from g - 1 to g, in order. On failure every
-   subsystem goes back to g - 1 so that a retry starts clean. */
-static int realize_stage(const mbk_system *sys, mbk_state *s, int g)
+   subsystem goes back to g - 1 so that a retry starts clean. *cleared is the error
+   count (st_errors) read just before the thread's error record was last cleared. */
+static int realize_stage(const mbk_system *sys, mbk_state *s, int g, unsigned long *cleared)
 {
     if (g == MBK_STAGE_MODEL || g == MBK_STAGE_INSTANCE) {
         int rc = st_drop_allocations(s, (mbk_stage)g);
@@ -198,7 +200,12 @@ static int realize_stage(const mbk_system *sys, mbk_state *s, int g)
         }
         /* Any invalidation bumps the Report version: ops may write only cache. */
         long before = st_sub_of(s, k)->version[MBK_STAGE_REPORT];
-        mbk_clear_error();
+        /* each op starts with a clear record (op_failure tells its message from an older
+           one); cleared again only if an error was recorded anywhere since the last clear */
+        if (st_errors() != *cleared) {
+            *cleared = st_errors();
+            mbk_clear_error();
+        }
         rc = op(b->impl, &b->ctx, s);
         if (rc == 0 && st_sub_of(s, k)->version[MBK_STAGE_REPORT] != before && g > MBK_STAGE_INSTANCE)
             rc = mbk_set_error(MBK_EUSER, "it changed a state variable; realize ops of Time and "
@@ -230,7 +237,11 @@ int mbk_system_realize_topology(mbk_system *sys)
     mbk_state *s = mbk_state_create();
     if (!s) return MBK_ENOMEM;
     int rc = st_init_empty(s, sys->nsub);
-    if (rc == MBK_OK) rc = realize_stage(sys, s, MBK_STAGE_TOPOLOGY);
+    if (rc == MBK_OK) {
+        unsigned long cleared = st_errors();
+        mbk_clear_error();
+        rc = realize_stage(sys, s, MBK_STAGE_TOPOLOGY, &cleared);
+    }
     if (rc < 0) {
         mbk_state_destroy(s);
         return rc;
@@ -317,9 +328,10 @@ int mbk_system_realize(const mbk_system *sys, mbk_state *s, mbk_stage stage)
                              (int)stage, mbk_stage_name(stage));
     int rc = mbk_system_check_state(sys, s);
     if (rc < 0) return rc;
+    unsigned long cleared = st_errors();
     mbk_clear_error();
     for (int g = st_hdr_of(s)->stage + 1; g <= (int)stage; ++g) {
-        rc = realize_stage(sys, s, g);
+        rc = realize_stage(sys, s, g, &cleared);
         if (rc < 0) return rc;
     }
     return MBK_OK;

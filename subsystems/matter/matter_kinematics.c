@@ -53,6 +53,127 @@ static mbk_transform mobilizer_pose(const mt_body *b, bool euler, const mbk_tran
     return mbk_transform_compose(*X_GF, X_FM);
 }
 
+#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX__)
+#define MT_POSE_VEC 1
+/* Four doubles as one vector (GCC's vector extension, as in matter_operators.c; with AVX, so
+   that one is a register and passing it is no ABI question): a Pin's pose is computed by
+   columns, one vector per column of a rotation (lane 3 unused). Each lane does the scalar
+   code's products and sums in the same order, so the results are the same bits; the sweep
+   takes three vector operations where it took nine scalar ones, and the parent's columns stay
+   in registers along unbranched runs. Other targets take the scalar code below. */
+typedef double mt_v4 __attribute__((vector_size(32)));
+typedef long long mt_v4i __attribute__((vector_size(32)));
+
+/* A rotation matrix by columns. */
+typedef struct mt_cols {
+    mt_v4 c[3]; /* column j: (R_0j, R_1j, R_2j, unused) */
+} mt_cols;
+
+/* A pose by columns: the state carried from a body to its child. */
+typedef struct mt_vpose {
+    mt_cols R; /* orientation */
+    mt_v4 p;   /* origin (lane 3 unused) */
+    int body;  /* whose pose it is (-1: none) */
+} mt_vpose;
+
+/* R (row-major) by columns. */
+static inline mt_cols cols_load(const mbk_mat33 *R)
+{
+    mt_cols a;
+    for (int j = 0; j < 3; ++j) a.c[j] = (mt_v4){R->m[0][j], R->m[1][j], R->m[2][j], 0.0};
+    return a;
+}
+
+/* A B with B row-major: column j is A_0 B_0j + A_1 B_1j + A_2 B_2j, mbk_mat33_mul's order. */
+static inline mt_cols cols_mul(const mt_cols *A, const mbk_mat33 *B)
+{
+    mt_cols r;
+    for (int j = 0; j < 3; ++j) r.c[j] = A->c[0] * B->m[0][j] + A->c[1] * B->m[1][j] + A->c[2] * B->m[2][j];
+    return r;
+}
+
+/* A v in mbk_mat33_mul_vec's order. */
+static inline mt_v4 cols_mul_vec(const mt_cols *A, mbk_vec3 v)
+{
+    return A->c[0] * v.x + A->c[1] * v.y + A->c[2] * v.z;
+}
+
+/* turn_about_z by columns: only columns 0 and 1 change. */
+static inline mt_cols cols_turn(const mt_cols *R, double c, double sn)
+{
+    mt_cols r = {{c * R->c[0] + sn * R->c[1], c * R->c[1] - sn * R->c[0], R->c[2]}};
+    return r;
+}
+
+/* The 3-vector of lanes 0..2. */
+static inline mbk_vec3 v4_vec3(mt_v4 a) { return mbk_vec3_make(a[0], a[1], a[2]); }
+
+/* Columns back to a row-major matrix: five shuffles, two vector stores and one scalar. */
+static inline void cols_store(const mt_cols *a, mbk_mat33 *R)
+{
+    mt_v4 t0 = __builtin_shuffle(a->c[0], a->c[1], (mt_v4i){0, 4, 1, 5}); /* R00 R01 R10 R11 */
+    mt_v4 t1 = __builtin_shuffle(a->c[0], a->c[1], (mt_v4i){2, 6, 2, 6}); /* R20 R21 */
+    mt_v4 r0 = __builtin_shuffle(t0, a->c[2], (mt_v4i){0, 1, 4, 2});      /* R00 R01 R02 R10 */
+    mt_v4 u = __builtin_shuffle(t0, a->c[2], (mt_v4i){3, 5, 3, 5});       /* R11 R12 */
+    mt_v4 r1 = __builtin_shuffle(u, t1, (mt_v4i){0, 1, 4, 5});            /* R11 R12 R20 R21 */
+    double *m = &R->m[0][0];
+    memcpy(m, &r0, sizeof r0);
+    memcpy(m + 4, &r1, sizeof r1);
+    m[8] = a->c[2][2];
+}
+
+/* Lane k of a, in every lane. */
+static inline mt_v4 v4_lane(mt_v4 a, long long k) { return __builtin_shuffle(a, (mt_v4i){k, k, k, k}); }
+
+/* R S R^T for a diagonal S, by columns: entry (i, j) is t_i0 R_j0 + t_i1 R_j1 + t_i2 R_j2 with
+   t_ik = R_ik S_kk, in mt_sym3_rotate_diagonal's order; column j of the products gives the
+   entries (i, j), i <= j. */
+static inline mt_sym3 cols_rotate_diagonal(const mt_cols *R, const mt_sym3 *S)
+{
+    const mt_v4 t0 = R->c[0] * S->xx, t1 = R->c[1] * S->yy, t2 = R->c[2] * S->zz;
+    mt_v4 o[3];
+    for (int j = 0; j < 3; ++j)
+        o[j] = t0 * v4_lane(R->c[0], j) + t1 * v4_lane(R->c[1], j) + t2 * v4_lane(R->c[2], j);
+    mt_sym3 r = {o[0][0], o[1][1], o[2][2], o[1][0], o[2][0], o[2][1]};
+    return r;
+}
+
+/* A Pin body's Position results (pose, r_PB, c_G, I_G, H, and R_GF and p_MB_G unless it is a
+   spin), as mobilizer_pose and the scalar sweep compute them, from its parent's pose; *v
+   carries the parent's pose by columns in and the body's out. Nothing written is read back
+   here: a load of part of a vector store just made would wait for the store. */
+static void pin_pose_vec(const mt_body *b, mt_vpose *v, int i, const mt_pos *pp, const double sc[2], mt_pos *p,
+                         mt_joint_frame *jf, mbk_spatial_vec *Hb)
+{
+    if (v->body != b->parent) {
+        v->R = cols_load(&pp->X_GB.R);
+        v->p = (mt_v4){pp->X_GB.p.x, pp->X_GB.p.y, pp->X_GB.p.z, 0.0};
+    }
+    const mt_v4 p_P = v->p;
+    mt_cols RF = b->pf_turns ? cols_mul(&v->R, &b->X_PF.R) : v->R;
+    mt_v4 pF = p_P + cols_mul_vec(&v->R, b->X_PF.p);
+    mt_cols RM = cols_turn(&RF, sc[1], sc[0]);
+    v->R = b->mb_turns ? cols_mul(&RM, &b->X_MB.R) : RM;
+    v->p = b->spin ? pF : pF + cols_mul_vec(&RM, b->X_MB.p);
+    v->body = i;
+    cols_store(&v->R, &p->X_GB.R);
+    p->X_GB.p = v4_vec3(v->p);
+    p->r_PB = v4_vec3(v->p - p_P);
+    p->c_G = v4_vec3(cols_mul_vec(&v->R, b->com));
+    p->I_G = b->I_diagonal ? cols_rotate_diagonal(&v->R, &b->I_B) : mt_sym3_rotate(&p->X_GB.R, &b->I_B);
+    /* H: F's z axis, shifted from M's origin to B's */
+    mbk_vec3 z = v4_vec3(RF.c[2]);
+    if (b->spin) {
+        Hb[0] = mbk_spatial_vec_make(z, mbk_vec3_zero());
+        return;
+    }
+    mbk_vec3 p_MB_G = v4_vec3(v->p - pF);
+    cols_store(&RF, &jf->R_GF);
+    jf->p_MB_G = p_MB_G;
+    Hb[0] = mbk_spatial_vec_make(z, mbk_vec3_cross(z, p_MB_G));
+}
+#endif
+
 /* Sines, then cosines, of all Pin angles: one loop that vectorizes, then libm
    for the rare angles beyond mt_sincos's range. */
 static void pin_sines_cosines(const mbk_matter *m, const int *pin_q, const double *q, double *sc)
@@ -110,13 +231,24 @@ int mt_realize_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     pin_sines_cosines(m, lay + 2 * m->nb, q, sc);
     memset(&pos[0], 0, sizeof pos[0]);
     pos[0].X_GB = mbk_transform_identity();
+#ifdef MT_POSE_VEC
+    mt_vpose carry = {.body = -1}; /* the pose of the body just done, by columns */
+#endif
     for (int i = 1; i < m->nb; ++i) {
         const mt_body *b = &m->bodies[i];
         const mt_pos *pp = &pos[b->parent];
         mt_pos *p = &pos[i];
         mbk_spatial_vec *Hb = H + b->u0;
-        mbk_transform X_GF = compose_frame(&pp->X_GB, &b->X_PF, b->pf_turns);
         const double pin_sc[2] = {b->pin ? sc[b->pin_slot] : 0.0, b->pin ? sc[m->npin + b->pin_slot] : 1.0};
+#ifdef MT_POSE_VEC
+        if (b->pin) {
+            pin_pose_vec(b, &carry, i, pp, pin_sc, p, &jf[i], Hb);
+            qn[lay[2 * i]] = q[lay[2 * i]];
+            continue;
+        }
+        carry.body = -1;
+#endif
+        mbk_transform X_GF = compose_frame(&pp->X_GB, &b->X_PF, b->pf_turns);
         mbk_transform X_GM = mobilizer_pose(b, euler, &X_GF, q + lay[2 * i], qn + lay[2 * i],
                                             lay[2 * i + 1], pin_sc, Hb);
         if (b->spin) { /* M's origin is B's: only the rotation, if any, to apply */
