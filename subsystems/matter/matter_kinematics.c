@@ -8,6 +8,7 @@
 
 #include "matter_impl.h"
 #include "mt_trig.h"
+#include "mt_v4.h"
 
 /* X_AB X_BC; a frame that does not rotate costs only a translation. */
 static inline mbk_transform compose_frame(const mbk_transform *X_AB, const mbk_transform *X_BC, bool turns)
@@ -53,16 +54,11 @@ static mbk_transform mobilizer_pose(const mt_body *b, bool euler, const mbk_tran
     return mbk_transform_compose(*X_GF, X_FM);
 }
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX__)
-#define MT_POSE_VEC 1
-/* Four doubles as one vector (GCC's vector extension, as in matter_operators.c; with AVX, so
-   that one is a register and passing it is no ABI question): a Pin's pose is computed by
-   columns, one vector per column of a rotation (lane 3 unused). Each lane does the scalar
-   code's products and sums in the same order, so the results are the same bits; the sweep
-   takes three vector operations where it took nine scalar ones, and the parent's columns stay
-   in registers along unbranched runs. Other targets take the scalar code below. */
-typedef double mt_v4 __attribute__((vector_size(32)));
-typedef long long mt_v4i __attribute__((vector_size(32)));
+#ifdef MT_V4
+/* A Pin's pose by columns (mt_v4.h), one vector per column of a rotation: the sweep takes
+   three vector operations where it took nine scalar ones, with the same bits, and the
+   parent's columns stay in registers along unbranched runs. Other targets take the scalar
+   code below. */
 
 /* A rotation matrix by columns. */
 typedef struct mt_cols {
@@ -105,9 +101,6 @@ static inline mt_cols cols_turn(const mt_cols *R, double c, double sn)
     return r;
 }
 
-/* The 3-vector of lanes 0..2. */
-static inline mbk_vec3 v4_vec3(mt_v4 a) { return mbk_vec3_make(a[0], a[1], a[2]); }
-
 /* Columns back to a row-major matrix: five shuffles, two vector stores and one scalar. */
 static inline void cols_store(const mt_cols *a, mbk_mat33 *R)
 {
@@ -121,9 +114,6 @@ static inline void cols_store(const mt_cols *a, mbk_mat33 *R)
     memcpy(m + 4, &r1, sizeof r1);
     m[8] = a->c[2][2];
 }
-
-/* Lane k of a, in every lane. */
-static inline mt_v4 v4_lane(mt_v4 a, long long k) { return __builtin_shuffle(a, (mt_v4i){k, k, k, k}); }
 
 /* R S R^T for a diagonal S, by columns: entry (i, j) is t_i0 R_j0 + t_i1 R_j1 + t_i2 R_j2 with
    t_ik = R_ik S_kk, in mt_sym3_rotate_diagonal's order; column j of the products gives the
@@ -139,38 +129,39 @@ static inline mt_sym3 cols_rotate_diagonal(const mt_cols *R, const mt_sym3 *S)
 }
 
 /* A Pin body's Position results (pose, r_PB, c_G, I_G, H, and R_GF and p_MB_G unless it is a
-   spin), as mobilizer_pose and the scalar sweep compute them, from its parent's pose; *v
-   carries the parent's pose by columns in and the body's out. Nothing written is read back
-   here: a load of part of a vector store just made would wait for the store. */
-static void pin_pose_vec(const mt_body *b, mt_vpose *v, int i, const mt_pos *pp, const double sc[2], mt_pos *p,
-                         mt_joint_frame *jf, mbk_spatial_vec *Hb)
+   spin), as mobilizer_pose and the scalar sweep compute them, from its parent's pose; v
+   carries the parent's pose by columns in, and the body's comes back. Nothing written is
+   read back here: a load of part of a vector store just made would wait for the store. */
+static inline mt_vpose pin_pose_vec(const mt_body *b, mt_vpose v, int i, const mt_pos *pp, const double sc[2],
+                                    mt_pos *p, mt_joint_frame *jf, mbk_spatial_vec *Hb)
 {
-    if (v->body != b->parent) {
-        v->R = cols_load(&pp->X_GB.R);
-        v->p = (mt_v4){pp->X_GB.p.x, pp->X_GB.p.y, pp->X_GB.p.z, 0.0};
+    if (v.body != b->parent) {
+        v.R = cols_load(&pp->X_GB.R);
+        v.p = (mt_v4){pp->X_GB.p.x, pp->X_GB.p.y, pp->X_GB.p.z, 0.0};
     }
-    const mt_v4 p_P = v->p;
-    mt_cols RF = b->pf_turns ? cols_mul(&v->R, &b->X_PF.R) : v->R;
-    mt_v4 pF = p_P + cols_mul_vec(&v->R, b->X_PF.p);
+    const mt_v4 p_P = v.p;
+    mt_cols RF = b->pf_turns ? cols_mul(&v.R, &b->X_PF.R) : v.R;
+    mt_v4 pF = p_P + cols_mul_vec(&v.R, b->X_PF.p);
     mt_cols RM = cols_turn(&RF, sc[1], sc[0]);
-    v->R = b->mb_turns ? cols_mul(&RM, &b->X_MB.R) : RM;
-    v->p = b->spin ? pF : pF + cols_mul_vec(&RM, b->X_MB.p);
-    v->body = i;
-    cols_store(&v->R, &p->X_GB.R);
-    p->X_GB.p = v4_vec3(v->p);
-    p->r_PB = v4_vec3(v->p - p_P);
-    p->c_G = v4_vec3(cols_mul_vec(&v->R, b->com));
-    p->I_G = b->I_diagonal ? cols_rotate_diagonal(&v->R, &b->I_B) : mt_sym3_rotate(&p->X_GB.R, &b->I_B);
+    v.R = b->mb_turns ? cols_mul(&RM, &b->X_MB.R) : RM;
+    v.p = b->spin ? pF : pF + cols_mul_vec(&RM, b->X_MB.p);
+    v.body = i;
+    cols_store(&v.R, &p->X_GB.R);
+    p->X_GB.p = v4_vec3(v.p);
+    p->r_PB = v4_vec3(v.p - p_P);
+    p->c_G = v4_vec3(cols_mul_vec(&v.R, b->com));
+    p->I_G = b->I_diagonal ? cols_rotate_diagonal(&v.R, &b->I_B) : mt_sym3_rotate(&p->X_GB.R, &b->I_B);
     /* H: F's z axis, shifted from M's origin to B's */
     mbk_vec3 z = v4_vec3(RF.c[2]);
     if (b->spin) {
         Hb[0] = mbk_spatial_vec_make(z, mbk_vec3_zero());
-        return;
+        return v;
     }
-    mbk_vec3 p_MB_G = v4_vec3(v->p - pF);
+    mbk_vec3 p_MB_G = v4_vec3(v.p - pF);
     cols_store(&RF, &jf->R_GF);
     jf->p_MB_G = p_MB_G;
     Hb[0] = mbk_spatial_vec_make(z, mbk_vec3_cross(z, p_MB_G));
+    return v;
 }
 #endif
 
@@ -231,7 +222,7 @@ int mt_realize_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     pin_sines_cosines(m, lay + 2 * m->nb, q, sc);
     memset(&pos[0], 0, sizeof pos[0]);
     pos[0].X_GB = mbk_transform_identity();
-#ifdef MT_POSE_VEC
+#ifdef MT_V4
     mt_vpose carry = {.body = -1}; /* the pose of the body just done, by columns */
 #endif
     for (int i = 1; i < m->nb; ++i) {
@@ -240,9 +231,9 @@ int mt_realize_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         mt_pos *p = &pos[i];
         mbk_spatial_vec *Hb = H + b->u0;
         const double pin_sc[2] = {b->pin ? sc[b->pin_slot] : 0.0, b->pin ? sc[m->npin + b->pin_slot] : 1.0};
-#ifdef MT_POSE_VEC
+#ifdef MT_V4
         if (b->pin) {
-            pin_pose_vec(b, &carry, i, pp, pin_sc, p, &jf[i], Hb);
+            carry = pin_pose_vec(b, carry, i, pp, pin_sc, p, &jf[i], Hb);
             qn[lay[2 * i]] = q[lay[2 * i]];
             continue;
         }

@@ -1,10 +1,81 @@
 /* Operators of the matter subsystem on a realized State: mass matrix,
  * M v, M^-1 v, inverse dynamics, Jacobians, stations, momentum. None of
  * them allocates: work space lives in scratch cache entries of the State. */
+#include <stddef.h>
 #include <string.h>
 
 #include "mbk/status.h"
 #include "matter_impl.h"
+#include "mt_v4.h"
+
+#ifdef MT_V4
+/* A body's position results read as vectors: r_PB and c_G lie at the ends of I_G. */
+_Static_assert(offsetof(mt_pos, c_G) == offsetof(mt_pos, I_G) + sizeof(mt_sym3) &&
+               offsetof(mt_pos, I_G) == offsetof(mt_pos, r_PB) + sizeof(mbk_vec3),
+               "mt_pos: r_PB, I_G, c_G adjacent");
+
+/* A symmetric 3 x 3 by columns from its six numbers {xx, yy, zz, xy, xz, yz}. */
+static inline void sym3_cols(const mt_sym3 *S, mt_v4 c[3])
+{
+    const mt_v4 a = v4_load(&S->xx), b = v4_load(&S->zz); /* xx yy zz xy, zz xy xz yz */
+    c[0] = __builtin_shuffle(a, b, (mt_v4i){0, 5, 6, 6});  /* xx xy xz */
+    c[1] = __builtin_shuffle(a, b, (mt_v4i){3, 1, 7, 7});  /* xy yy yz */
+    c[2] = __builtin_shuffle(a, b, (mt_v4i){6, 7, 2, 2});  /* xz yz zz */
+}
+
+/* mt_rnea by vectors (mt_v4.h): every sum and product of the scalar code below, in its
+   order, three lanes at a time, so the same bits. */
+static void rnea_v4(const mbk_matter *m, const mbk_state *s, const double *udot, const double *tau,
+                    const mbk_spatial_vec *F, bool with_velocity, mbk_spatial_vec *A, mbk_spatial_vec *Fb,
+                    double *residual)
+{
+    const mt_pos *pos = mt_cache(m, s, C_POS);
+    const mt_vel *vel = with_velocity ? mt_cache(m, s, C_VEL) : NULL;
+    const mbk_spatial_vec *H = mt_cache(m, s, C_H);
+    const mt_v4 zero = {0.0, 0.0, 0.0, 0.0};
+    A[0] = mbk_spatial_vec_zero();
+    mt_sv4 A_prev = {zero, zero}; /* body i - 1's */
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_node *b = &m->nodes[i];
+        const mt_pos *p = &pos[i];
+        const mt_sv4 A_P = b->parent == i - 1 ? A_prev : sv4_load(&A[b->parent]);
+        mt_sv4 Ai = {A_P.w, A_P.v + v4_cross(A_P.w, v4_load(&p->r_PB.x))};
+        if (vel) Ai = sv4_add(Ai, sv4_load(&vel[i].a_c));
+        if (udot && b->spin) Ai.w = Ai.w + v4_load(&H[b->u0].w.x) * udot[b->u0];
+        else for (int j = 0; udot && j < b->nu; ++j) {
+            const mt_sv4 h = sv4_load(&H[b->u0 + j]);
+            Ai.w = Ai.w + h.w * udot[b->u0 + j];
+            Ai.v = Ai.v + h.v * udot[b->u0 + j];
+        }
+        sv4_store(&A[i], Ai);
+        A_prev = Ai;
+        /* the body's rigid inertia times Ai (mt_rigid_mul) */
+        const double mass = mt_mass_of(m, pos, i);
+        const mt_v4 h = v4_load_after(&p->I_G.yz) * mass;
+        mt_v4 I[3];
+        sym3_cols(&p->I_G, I);
+        mt_sv4 f = {I[0] * v4_lane(Ai.w, 0) + I[1] * v4_lane(Ai.w, 1) + I[2] * v4_lane(Ai.w, 2) + v4_cross(h, Ai.v),
+                    Ai.v * mass - v4_cross(h, Ai.w)};
+        if (vel) f = sv4_add(f, sv4_load(&vel[i].b));
+        if (F) f = sv4_sub(f, sv4_load(&F[i]));
+        sv4_store(&Fb[i], f);
+    }
+    mt_sv4 carry = {zero, zero}; /* force passed to body i - 1 */
+    for (int i = m->nb - 1; i >= 1; --i) {
+        const mt_node *b = &m->nodes[i];
+        const mt_sv4 f = sv4_add(sv4_load(&Fb[i]), carry);
+        if (b->spin) residual[b->u0] = v4_dot(v4_load(&H[b->u0].w.x), f.w) - (tau ? tau[b->u0] : 0.0);
+        else for (int j = 0; j < b->nu; ++j) {
+            const mt_sv4 h = sv4_load(&H[b->u0 + j]);
+            residual[b->u0 + j] = (v4_dot(h.w, f.w) + v4_dot(h.v, f.v)) - (tau ? tau[b->u0 + j] : 0.0);
+        }
+        const mt_sv4 fp = {f.w - v4_cross(-v4_load(&pos[i].r_PB.x), f.v), f.v};
+        carry.w = carry.v = zero;
+        if (b->parent == i - 1) carry = fp;
+        else if (b->parent > 0) sv4_store(&Fb[b->parent], sv4_add(sv4_load(&Fb[b->parent]), fp));
+    }
+}
+#endif
 
 /* Recursive Newton-Euler: residual = M udot (+ C if with_velocity) - tau - J^T F.
    A and Fb are scratch arrays of nb spatial vectors. As in the articulated-body
@@ -14,6 +85,10 @@ void mt_rnea(const mbk_matter *m, const mbk_state *s, const double *udot, const 
                  const mbk_spatial_vec *F, bool with_velocity, mbk_spatial_vec *A,
                  mbk_spatial_vec *Fb, double *residual)
 {
+#ifdef MT_V4
+    rnea_v4(m, s, udot, tau, F, with_velocity, A, Fb, residual);
+    return;
+#endif
     const mt_pos *pos = mt_cache(m, s, C_POS);
     const mt_vel *vel = with_velocity ? mt_cache(m, s, C_VEL) : NULL;
     const mbk_spatial_vec *H = mt_cache(m, s, C_H);
