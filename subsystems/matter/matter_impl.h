@@ -2,6 +2,8 @@
 #ifndef MBK_MATTER_IMPL_H
 #define MBK_MATTER_IMPL_H
 
+#include <stddef.h>
+
 #include "mbk/matter.h"
 #include "state_impl.h"
 #include "mt_inertia.h"
@@ -49,6 +51,10 @@ typedef struct mt_pos {
     mt_sym3 I_G;           /* inertia about B's origin, in G */
     mbk_vec3 c_G;          /* centre of mass from B's origin, in G */
 } mt_pos;
+
+/* The vector sweeps (mt_v4.h) read r_PB, I_G and c_G with loads that run into the next field. */
+_Static_assert(offsetof(mt_pos, I_G) == offsetof(mt_pos, r_PB) + sizeof(mbk_vec3) &&
+               offsetof(mt_pos, c_G) == offsetof(mt_pos, I_G) + sizeof(mt_sym3), "mt_pos: r_PB, I_G, c_G adjacent");
 
 /* A body's mass properties as the sweeps use them (about B's origin, in B). */
 typedef struct mt_massprops {

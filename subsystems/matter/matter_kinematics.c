@@ -322,6 +322,41 @@ static mbk_spatial_vec gyroscopic(double mass, const mt_pos *p, mbk_vec3 w)
     return f;
 }
 
+#ifdef MT_V4
+/* A Pin body's velocity, gyroscopic force and velocity-product acceleration by vectors
+   (mt_v4.h), each sum and product of rel_velocity, gyroscopic and coriolis(_spin) in their
+   order (adding their zeros too), so the same bits; Vp is the parent's velocity, and the
+   body's is returned for its child. */
+static inline mt_sv4 pin_velocity_v4(const mt_node *b, mt_sv4 Vp, const mt_pos *p, const mt_joint_frame *jf,
+                                     const mbk_spatial_vec *Hb, double ub, double mass, mt_vel *v)
+{
+    const mt_v4 zero = {0.0, 0.0, 0.0, 0.0}, r = v4_load(&p->r_PB.x);
+    mt_sv4 Vr = {zero, zero};
+    if (b->spin) {
+        Vr.w = v4_load(&Hb->w.x) * ub;
+    } else {
+        const mt_sv4 h = sv4_load(Hb);
+        Vr.w = zero + h.w * ub;
+        Vr.v = zero + h.v * ub;
+    }
+    const mt_sv4 V = {Vp.w + Vr.w, (Vp.v + v4_cross(Vp.w, r)) + Vr.v};
+    sv4_store(&v->V_GB, V);
+    mt_v4 I[3];
+    sym3_cols(&p->I_G, I);
+    const mt_sv4 g = {v4_cross(V.w, sym3_cols_mul(I, V.w)),
+                      v4_cross(V.w, v4_cross(V.w, v4_load_after(&p->I_G.yz))) * mass};
+    sv4_store(&v->b, g);
+    mt_sv4 a = {v4_cross(Vp.w, Vr.w), v4_cross(Vp.w, v4_cross(Vp.w, r))};
+    if (!b->spin) {
+        const mt_v4 p_MB = v4_load_after(&jf->R_GF.m[2][2]);
+        a.w = a.w + zero;
+        a.v = (a.v + v4_cross(Vp.w, Vr.v) * 2.0) + v4_cross(Vr.w, v4_cross(Vr.w, p_MB));
+    }
+    sv4_store(&v->a_c, a);
+    return V;
+}
+#endif
+
 /* Body velocities, qdot, velocity-product accelerations and gyroscopic forces. */
 int mt_realize_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 {
@@ -339,8 +374,23 @@ int mt_realize_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     const bool own_mass = pm[0] != 0.0;
     double *qdot = st_sub_ydot(s, m->sub, 0);
     memset(&vel[0], 0, sizeof vel[0]);
+#ifdef MT_V4
+    const mt_v4 zero = {0.0, 0.0, 0.0, 0.0};
+    mt_sv4 carry = {zero, zero}; /* velocity of body carry_body (Ground's to start) */
+    int carry_body = 0;
+#endif
     for (int i = 1; i < m->nb; ++i) {
         const mt_node *b = &m->nodes[i];
+#ifdef MT_V4
+        if (b->pin) {
+            const mt_sv4 Vp = b->parent == carry_body ? carry : sv4_load(&vel[b->parent].V_GB);
+            carry = pin_velocity_v4(b, Vp, &pos[i], &jf[i], H + b->u0, u[b->u0], own_mass ? pm[i] : b->mass, &vel[i]);
+            carry_body = i;
+            qdot[lay[2 * i]] = u[b->u0];
+            continue;
+        }
+        carry_body = -1;
+#endif
         const mbk_spatial_vec *Vp = &vel[b->parent].V_GB;
         mbk_spatial_vec Vr = b->spin ? mbk_spatial_vec_make(mbk_vec3_scale(H[b->u0].w, u[b->u0]), mbk_vec3_zero())
                                      : rel_velocity(H + b->u0, u + b->u0, b->nu);

@@ -1,7 +1,6 @@
 /* Operators of the matter subsystem on a realized State: mass matrix,
  * M v, M^-1 v, inverse dynamics, Jacobians, stations, momentum. None of
  * them allocates: work space lives in scratch cache entries of the State. */
-#include <stddef.h>
 #include <string.h>
 
 #include "mbk/status.h"
@@ -9,20 +8,6 @@
 #include "mt_v4.h"
 
 #ifdef MT_V4
-/* A body's position results read as vectors: r_PB and c_G lie at the ends of I_G. */
-_Static_assert(offsetof(mt_pos, c_G) == offsetof(mt_pos, I_G) + sizeof(mt_sym3) &&
-               offsetof(mt_pos, I_G) == offsetof(mt_pos, r_PB) + sizeof(mbk_vec3),
-               "mt_pos: r_PB, I_G, c_G adjacent");
-
-/* A symmetric 3 x 3 by columns from its six numbers {xx, yy, zz, xy, xz, yz}. */
-static inline void sym3_cols(const mt_sym3 *S, mt_v4 c[3])
-{
-    const mt_v4 a = v4_load(&S->xx), b = v4_load(&S->zz); /* xx yy zz xy, zz xy xz yz */
-    c[0] = __builtin_shuffle(a, b, (mt_v4i){0, 5, 6, 6});  /* xx xy xz */
-    c[1] = __builtin_shuffle(a, b, (mt_v4i){3, 1, 7, 7});  /* xy yy yz */
-    c[2] = __builtin_shuffle(a, b, (mt_v4i){6, 7, 2, 2});  /* xz yz zz */
-}
-
 /* mt_rnea by vectors (mt_v4.h): every sum and product of the scalar code below, in its
    order, three lanes at a time, so the same bits. */
 static void rnea_v4(const mbk_matter *m, const mbk_state *s, const double *udot, const double *tau,
@@ -54,8 +39,7 @@ static void rnea_v4(const mbk_matter *m, const mbk_state *s, const double *udot,
         const mt_v4 h = v4_load_after(&p->I_G.yz) * mass;
         mt_v4 I[3];
         sym3_cols(&p->I_G, I);
-        mt_sv4 f = {I[0] * v4_lane(Ai.w, 0) + I[1] * v4_lane(Ai.w, 1) + I[2] * v4_lane(Ai.w, 2) + v4_cross(h, Ai.v),
-                    Ai.v * mass - v4_cross(h, Ai.w)};
+        mt_sv4 f = {sym3_cols_mul(I, Ai.w) + v4_cross(h, Ai.v), Ai.v * mass - v4_cross(h, Ai.w)};
         if (vel) f = sv4_add(f, sv4_load(&vel[i].b));
         if (F) f = sv4_sub(f, sv4_load(&F[i]));
         sv4_store(&Fb[i], f);

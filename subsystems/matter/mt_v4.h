@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "mbk/spatial.h"
+#include "mt_inertia.h"
 
 typedef double mt_v4 __attribute__((vector_size(32)));
 typedef long long mt_v4i __attribute__((vector_size(32)));
@@ -71,6 +72,21 @@ static inline void sv4_store(mbk_spatial_vec *x, mt_sv4 a)
     memcpy(d, &lo, sizeof lo);
     d[4] = a.v[1];
     d[5] = a.v[2];
+}
+
+/* A symmetric 3 x 3 by columns from its six numbers {xx, yy, zz, xy, xz, yz}. */
+static inline void sym3_cols(const mt_sym3 *S, mt_v4 c[3])
+{
+    const mt_v4 a = v4_load(&S->xx), b = v4_load(&S->zz); /* xx yy zz xy, zz xy xz yz */
+    c[0] = __builtin_shuffle(a, b, (mt_v4i){0, 5, 6, 6});  /* xx xy xz */
+    c[1] = __builtin_shuffle(a, b, (mt_v4i){3, 1, 7, 7});  /* xy yy yz */
+    c[2] = __builtin_shuffle(a, b, (mt_v4i){6, 7, 2, 2});  /* xz yz zz */
+}
+
+/* S v in mt_sym3_mul's order, S by columns (sym3_cols). */
+static inline mt_v4 sym3_cols_mul(const mt_v4 c[3], mt_v4 v)
+{
+    return c[0] * v4_lane(v, 0) + c[1] * v4_lane(v, 1) + c[2] * v4_lane(v, 2);
 }
 
 /* a + b. */
