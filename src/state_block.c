@@ -261,6 +261,7 @@ int st_rebuild(mbk_state *s, const st_edit *e)
     }
     nh.size = total;
     nh.copy_size = copy_size;
+    nh.y_checked = 0; /* y has new entries, from initial values nobody scanned */
     nh.nq = p.nq; nh.nu = p.nu; nh.nz = p.nz;
     nh.nqerr = p.nqerr; nh.nuerr = p.nuerr; nh.nudoterr = p.nudoterr;
     nh.ndisc = p.ndisc; nh.ncache = p.ncache;

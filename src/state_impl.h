@@ -64,6 +64,8 @@ typedef struct st_hdr {
     int ntrig[ST_NUM_EVENT_STAGES]; /* witnesses per stage, all subsystems */
     int trig0[ST_NUM_EVENT_STAGES]; /* each stage's start in the witness array */
     double t;             /* time */
+    int y_checked;        /* ST_CHECKED_* bits: the parts of y known finite since they were last
+                             written (set_y scanned them), so realization need not scan again */
     size_t sub_off, disc_off, cache_off; /* record arrays */
     size_t y_off, ydot_off, qdd_off;     /* y, ydot = [qdot udot zdot], qdotdot */
     size_t ybak_off;                     /* y as it was before a call that restores it on failure */
@@ -102,6 +104,9 @@ typedef struct st_edit {
     int scratch;                 /* the cache entry is work space (placed after copy_size) */
 } st_edit;
 
+/* Bits of st_hdr.y_checked, one per part of y, the bit of a part at 1 << (its stage - Position). */
+enum { ST_CHECKED_Q = 1, ST_CHECKED_U = 2, ST_CHECKED_Z = 4 };
+
 /* Header of an initialized State (NULL if Empty). */
 static inline st_hdr *st_hdr_of(const mbk_state *s) { return s && s->block ? (st_hdr *)s->block : NULL; }
 /* Subsystem record k of an initialized State. */
@@ -126,8 +131,32 @@ static inline void *st_cache_bytes(const mbk_state *s, int sub, int index)
 {
     return s->block + st_cache_recs(s)[st_sub_of(s, sub)->cache0 + index].off;
 }
+/* The bytes of discrete variable `index` of subsystem `sub`, unchecked, as st_cache_bytes. */
+static inline void *st_disc_bytes(const mbk_state *s, int sub, int index)
+{
+    return s->block + st_disc_recs(s)[st_sub_of(s, sub)->disc0 + index].off;
+}
 /* The doubles at byte offset `off` of the block. */
 static inline double *st_dbl_at(const mbk_state *s, size_t off) { return (double *)(s->block + off); }
+/* Subsystem sub's q, u or z (which 0, 1, 2) within y, unchecked: for the realize ops of the
+   library's own subsystems, which run on a State the System has checked (at Model or later). */
+static inline double *st_sub_y(const mbk_state *s, int sub, int which)
+{
+    const st_hdr *h = st_hdr_of(s);
+    const st_sub *b = st_sub_of(s, sub);
+    const int start[3] = {b->q0, h->nq + b->u0, h->nq + h->nu + b->z0};
+    return st_dbl_at(s, h->y_off) + start[which];
+}
+/* Subsystem sub's qdot, udot or zdot (which 0, 1, 2) within ydot, unchecked as st_sub_y. */
+static inline double *st_sub_ydot(const mbk_state *s, int sub, int which)
+{
+    return st_sub_y(s, sub, which) + (st_hdr_of(s)->ydot_off - st_hdr_of(s)->y_off) / sizeof(double);
+}
+/* Subsystem sub's qdotdot, unchecked as st_sub_y. */
+static inline double *st_sub_qdotdot(const mbk_state *s, int sub)
+{
+    return st_dbl_at(s, st_hdr_of(s)->qdd_off) + st_sub_of(s, sub)->q0;
+}
 /* Room for a copy of y (ny doubles), for calls that must leave y as it was on failure. */
 static inline double *st_y_backup(const mbk_state *s) { return st_dbl_at(s, st_hdr_of(s)->ybak_off); }
 
@@ -176,16 +205,40 @@ static inline st_sub *st_need_sub(const mbk_state *s, int sub, const char *fn)
     return st_sub_of(s, sub);
 }
 
-/* Bump versions of g..Report everywhere and revert to g - 1 at most. */
+/* Bump versions of g..Report everywhere and revert to g - 1 at most. Every way to write y
+   (upd, set, a load) invalidates its stage, so the checked bits of the parts from g on go. */
 static inline void st_invalidate(mbk_state *s, int g)
 {
     st_hdr *h = st_hdr_of(s);
+    if (g <= MBK_STAGE_DYNAMICS) h->y_checked &= g <= MBK_STAGE_POSITION ? 0 : (1 << (g - MBK_STAGE_POSITION)) - 1;
     for (int k = 0; k < h->nsub; ++k) {
         st_sub *b = st_sub_of(s, k);
-        for (int j = g; j <= MBK_STAGE_REPORT; ++j) b->version[j]++;
+        /* g..Report by adding 0 or 1 to every entry: a loop of fixed length, unrolled and vectorized */
+        for (int j = 0; j < MBK_NUM_STAGES; ++j) b->version[j] += j >= g;
         if (b->stage >= g) b->stage = g - 1;
     }
     if (h->stage >= g) h->stage = g - 1;
+}
+
+/* Recompute hdr->stage from the subsystem stages. */
+static inline void st_update_stage(mbk_state *s)
+{
+    st_hdr *h = st_hdr_of(s);
+    if (h->nsub == 0) return;
+    int lo = MBK_STAGE_INFINITY;
+    for (int k = 0; k < h->nsub; ++k)
+        if (st_sub_of(s, k)->stage < lo) lo = st_sub_of(s, k)->stage;
+    h->stage = lo;
+}
+
+/* Whether the variables of stage g (q at Position, u at Velocity, z at Dynamics) are known
+   finite without a scan: set_q, set_u, set_z or set_y scanned them (st_hdr.y_checked), or
+   there are none. */
+static inline bool st_y_known_finite(const mbk_state *s, int g)
+{
+    const st_hdr *h = st_hdr_of(s);
+    if (g == MBK_STAGE_DYNAMICS && h->nz == 0) return true; /* no z at all */
+    return g >= MBK_STAGE_POSITION && g <= MBK_STAGE_DYNAMICS && ((h->y_checked >> (g - MBK_STAGE_POSITION)) & 1);
 }
 
 /* ---- state_block.c: layout and rebuild ---- */
@@ -217,8 +270,6 @@ int st_type_matches(const mbk_value_type *have, const mbk_value_type *want, cons
 /* ---- state_stage.c: stages and invalidation ---- */
 /* Invalidate g; a Model change also discards what Model realization allocated. */
 int st_invalidate_stage(mbk_state *s, int g);
-/* Recompute hdr->stage from the subsystem stages. */
-void st_update_stage(mbk_state *s);
 
 /* ---- state_vars.c: continuous variables ---- */
 /* MBK_OK if the variables of `stage` (t, q, u or z) are all finite, else MBK_ENOTFINITE. */

@@ -54,13 +54,3 @@ int mbk_state_invalidate(mbk_state *s, mbk_stage stage)
                              (int)stage, mbk_stage_name(stage));
     return st_invalidate_stage(s, (int)stage);
 }
-
-void st_update_stage(mbk_state *s)
-{
-    st_hdr *h = st_hdr_of(s);
-    if (h->nsub == 0) return;
-    int lo = MBK_STAGE_INFINITY;
-    for (int k = 0; k < h->nsub; ++k)
-        if (st_sub_of(s, k)->stage < lo) lo = st_sub_of(s, k)->stage;
-    h->stage = lo;
-}

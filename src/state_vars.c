@@ -87,6 +87,8 @@ static int set_y_part(mbk_state *s, int which, const double *v, int n, const cha
     int part = which == 3 ? 0 : which;
     if (n > 0) memcpy(st_dbl_at(s, h->y_off) + y_section(h, part), v, (size_t)n * sizeof(double));
     st_invalidate(s, y_stage[part]);
+    /* scanned above: realization need not scan these again */
+    st_hdr_of(s)->y_checked |= which == 3 ? ST_CHECKED_Q | ST_CHECKED_U | ST_CHECKED_Z : 1 << part;
     return MBK_OK;
 }
 
@@ -214,6 +216,8 @@ int st_check_finite(const mbk_state *s, mbk_stage stage)
     else if (stage == MBK_STAGE_VELOCITY) { lo = h->nq; n = h->nu; which = 1; }
     else if (stage == MBK_STAGE_DYNAMICS) { lo = h->nq + h->nu; n = h->nz; which = 2; }
     else return MBK_OK;
+    /* set_q, set_u, set_z and set_y scanned what they wrote */
+    if (h->y_checked & (1 << which)) return MBK_OK;
     const int i = mbk_find_nonfinite(y + lo, n);
     if (i >= 0)
         return mbk_set_error(MBK_ENOTFINITE, "%s[%d] is %g; cannot realize %s: set finite values first",

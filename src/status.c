@@ -1,5 +1,6 @@
 /* Status codes and the thread-local last-error record. */
 #include "mbk/status.h"
+#include "status_impl.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,6 +12,8 @@ static _Thread_local char last_message[MBK_ERROR_MAX];
 /* Where a new message is formatted: it may quote the previous one. Thread-local
    rather than on the stack, since errors are recorded deep inside callbacks. */
 static _Thread_local char scratch[MBK_ERROR_MAX];
+
+atomic_ulong st_error_count;
 
 const char *mbk_status_name(int status)
 {
@@ -60,5 +63,6 @@ int mbk_set_error(int status, const char *fmt, ...)
         memcpy(scratch + sizeof scratch - sizeof "[...]", "[...]", sizeof "[...]");
     memcpy(last_message, scratch, strlen(scratch) + 1);
     last_status = status;
+    atomic_fetch_add_explicit(&st_error_count, 1, memory_order_relaxed);
     return status;
 }

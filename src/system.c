@@ -10,6 +10,7 @@
 #include "mbk/checkpoint.h"
 #include "mbk/status.h"
 #include "state_impl.h"
+#include "status_impl.h"
 
 const mbk_system *mbk_subsystem_ctx_get_system(const mbk_subsystem_ctx *c) { return c ? c->sys : NULL; }
 
@@ -55,6 +56,23 @@ const char *mbk_system_get_name(const mbk_system *sys)
     return sys ? sys->name : NULL;
 }
 
+/* The realize op of stage g. */
+static mbk_realize_fn stage_op(const mbk_subsystem_ops *ops, int g)
+{
+    switch (g) {
+    case MBK_STAGE_TOPOLOGY: return ops->realize_topology;
+    case MBK_STAGE_MODEL: return ops->realize_model;
+    case MBK_STAGE_INSTANCE: return ops->realize_instance;
+    case MBK_STAGE_TIME: return ops->realize_time;
+    case MBK_STAGE_POSITION: return ops->realize_position;
+    case MBK_STAGE_VELOCITY: return ops->realize_velocity;
+    case MBK_STAGE_DYNAMICS: return ops->realize_dynamics;
+    case MBK_STAGE_ACCELERATION: return ops->realize_acceleration;
+    case MBK_STAGE_REPORT: return ops->realize_report;
+    default: return NULL;
+    }
+}
+
 int mbk_system_add_subsystem(mbk_system *sys, const mbk_subsystem_ops *ops, void *impl)
 {
     if (!sys) return mbk_set_error(MBK_EINVAL, "mbk_system_add_subsystem: system is NULL");
@@ -70,6 +88,7 @@ int mbk_system_add_subsystem(mbk_system *sys, const mbk_subsystem_ops *ops, void
     if (!b) return MBK_ENOMEM;
     b->ops = *ops;
     b->ops_source = ops;
+    for (int g = 0; g < MBK_NUM_STAGES; ++g) b->realize[g] = stage_op(ops, g);
     b->impl = impl;
     b->ctx.sys = sys;
     b->ctx.index = sys->nsub;
@@ -157,46 +176,36 @@ static int op_failure(const mbk_system *sys, int k, const char *what, int rc)
                          mbk_system_get_subsystem_name(sys, k), what, rc, why[0] ? ": " : "", why);
 }
 
-/* The realize op of stage g. */
-static mbk_realize_fn stage_op(const mbk_subsystem_ops *ops, int g)
-{
-    switch (g) {
-    case MBK_STAGE_TOPOLOGY: return ops->realize_topology;
-    case MBK_STAGE_MODEL: return ops->realize_model;
-    case MBK_STAGE_INSTANCE: return ops->realize_instance;
-    case MBK_STAGE_TIME: return ops->realize_time;
-    case MBK_STAGE_POSITION: return ops->realize_position;
-    case MBK_STAGE_VELOCITY: return ops->realize_velocity;
-    case MBK_STAGE_DYNAMICS: return ops->realize_dynamics;
-    case MBK_STAGE_ACCELERATION: return ops->realize_acceleration;
-    case MBK_STAGE_REPORT: return ops->realize_report;
-    default: return NULL;
-    }
-}
-
 /* Advance every subsystem from g - 1 to g, in order. On failure every
-   subsystem goes back to g - 1 so that a retry starts clean. */
-static int realize_stage(const mbk_system *sys, mbk_state *s, int g)
+   subsystem goes back to g - 1 so that a retry starts clean. *cleared is the error
+   count (st_errors) read just before the thread's error record was last cleared. */
+static int realize_stage(const mbk_system *sys, mbk_state *s, int g, unsigned long *cleared)
 {
     if (g == MBK_STAGE_MODEL || g == MBK_STAGE_INSTANCE) {
         int rc = st_drop_allocations(s, (mbk_stage)g);
         if (rc < 0) return rc;
     }
-    int rc = st_check_finite(s, (mbk_stage)g);
+    /* the stage's variables must be finite; set_q, set_u, ... scanned what they wrote */
+    int rc = st_y_known_finite(s, g) ? MBK_OK : st_check_finite(s, (mbk_stage)g);
     if (rc < 0) return rc;
     st_hdr_of(s)->alloc_stage = g <= MBK_STAGE_INSTANCE ? g : MBK_STAGE_EMPTY;
     st_hdr_of(s)->realizing = g;
     for (int k = 0; k < sys->nsub; ++k) {
         if (st_sub_of(s, k)->stage >= g) continue;
         const sys_sub *b = sys->subs[k];
-        mbk_realize_fn op = stage_op(&b->ops, g);
+        mbk_realize_fn op = b->realize[g];
         if (!op) {
             st_sub_of(s, k)->stage = g;
             continue;
         }
         /* Any invalidation bumps the Report version: ops may write only cache. */
         long before = st_sub_of(s, k)->version[MBK_STAGE_REPORT];
-        mbk_clear_error();
+        /* each op starts with a clear record (op_failure tells its message from an older
+           one); cleared again only if an error was recorded anywhere since the last clear */
+        if (st_errors() != *cleared) {
+            *cleared = st_errors();
+            mbk_clear_error();
+        }
         rc = op(b->impl, &b->ctx, s);
         if (rc == 0 && st_sub_of(s, k)->version[MBK_STAGE_REPORT] != before && g > MBK_STAGE_INSTANCE)
             rc = mbk_set_error(MBK_EUSER, "it changed a state variable; realize ops of Time and "
@@ -228,7 +237,11 @@ int mbk_system_realize_topology(mbk_system *sys)
     mbk_state *s = mbk_state_create();
     if (!s) return MBK_ENOMEM;
     int rc = st_init_empty(s, sys->nsub);
-    if (rc == MBK_OK) rc = realize_stage(sys, s, MBK_STAGE_TOPOLOGY);
+    if (rc == MBK_OK) {
+        unsigned long cleared = st_errors();
+        mbk_clear_error();
+        rc = realize_stage(sys, s, MBK_STAGE_TOPOLOGY, &cleared);
+    }
     if (rc < 0) {
         mbk_state_destroy(s);
         return rc;
@@ -315,9 +328,10 @@ int mbk_system_realize(const mbk_system *sys, mbk_state *s, mbk_stage stage)
                              (int)stage, mbk_stage_name(stage));
     int rc = mbk_system_check_state(sys, s);
     if (rc < 0) return rc;
+    unsigned long cleared = st_errors();
     mbk_clear_error();
     for (int g = st_hdr_of(s)->stage + 1; g <= (int)stage; ++g) {
-        rc = realize_stage(sys, s, g);
+        rc = realize_stage(sys, s, g, &cleared);
         if (rc < 0) return rc;
     }
     return MBK_OK;

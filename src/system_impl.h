@@ -14,6 +14,7 @@ typedef struct sys_sub {
     mbk_subsystem_ops ops;                /* copied ops table */
     const mbk_subsystem_ops *ops_source;  /* the table passed in, for lookups by identity */
     void *impl;                           /* owned implementation */
+    mbk_realize_fn realize[MBK_NUM_STAGES]; /* ops' realize function of each stage (NULL: none) */
     mbk_subsystem_ctx ctx;                /* handed to every op */
 } sys_sub;
 

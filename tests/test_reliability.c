@@ -277,6 +277,32 @@ static void test_nonfinite_is_an_error(void)
     mbk_state_upd_u(s)[1] = NAN;
     CHECK_INT(mbk_system_realize(sys, s, MBK_STAGE_VELOCITY), MBK_ENOTFINITE);
     CHECK(strstr(mbk_last_error(), "u[1]") != NULL);
+    /* ... also right after set_u and set_q scanned what they wrote (realize skips that scan) */
+    const double q_ok[2] = {0.1, 0.2}, u_ok[2] = {0.3, 0.4};
+    CHECK_INT(mbk_state_set_q(s, q_ok, 2), MBK_OK);
+    CHECK_INT(mbk_state_set_u(s, u_ok, 2), MBK_OK);
+    mbk_state_upd_q(s)[0] = INFINITY;
+    CHECK_INT(mbk_system_realize(sys, s, MBK_STAGE_POSITION), MBK_ENOTFINITE);
+    CHECK(strstr(mbk_last_error(), "q[0]") != NULL);
+    CHECK_INT(mbk_state_set_q(s, q_ok, 2), MBK_OK);
+    mbk_state_upd_subsystem_u(s, mbk_matter_get_subsystem_index(cm))[1] = NAN;
+    CHECK_INT(mbk_system_realize(sys, s, MBK_STAGE_VELOCITY), MBK_ENOTFINITE);
+    CHECK(strstr(mbk_last_error(), "u[1]") != NULL);
+    /* the System's own force sums, written NaN through upd after Dynamics: the residual
+       scans them again (it skips the scan only while they are as the forces made them) */
+    CHECK_INT(mbk_state_set_u(s, u_ok, 2), MBK_OK);
+    CHECK_INT(mbk_system_realize(sys, s, MBK_STAGE_DYNAMICS), MBK_OK);
+    double zero[2] = {0, 0};
+    CHECK_INT(mbk_matter_calc_residual_force(cm, s, mbk_multibody_get_mobility_forces(sys, s),
+                                             mbk_multibody_get_body_forces(sys, s), zero, out), MBK_OK);
+    mbk_multibody_upd_body_forces(sys, s)[1].v.z = NAN;
+    CHECK_INT(mbk_matter_calc_residual_force(cm, s, mbk_multibody_get_mobility_forces(sys, s),
+                                             mbk_multibody_get_body_forces(sys, s), zero, out), MBK_ENOTFINITE);
+    CHECK(strstr(mbk_last_error(), "body_forces") != NULL);
+    mbk_multibody_upd_mobility_forces(sys, s)[0] = -INFINITY;
+    CHECK_INT(mbk_matter_calc_residual_force(cm, s, mbk_multibody_get_mobility_forces(sys, s), NULL, zero, out),
+              MBK_ENOTFINITE);
+    CHECK(strstr(mbk_last_error(), "mobility_forces[0]") != NULL);
     mbk_state_destroy(s);
     mbk_system_destroy(sys);
 

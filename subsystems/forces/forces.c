@@ -183,14 +183,16 @@ static int fs_instance(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     return custom_realize(impl, c, s, 2);
 }
 
+/* The State's enabled flags, unchecked (st_disc_bytes): every caller has checked the State. */
 static const int *enabled_flags(const mbk_forces *f, const mbk_state *s)
 {
-    return mbk_state_get_discrete(s, f->sub, f->enabled_var);
+    return st_disc_bytes(s, f->sub, f->enabled_var);
 }
 
+/* An element's parameters in the State, unchecked as enabled_flags. */
 static const double *params_of(const mbk_forces *f, const fe_elem *e, const mbk_state *s)
 {
-    return mbk_state_get_discrete(s, f->sub, e->param_var);
+    return st_disc_bytes(s, f->sub, e->param_var);
 }
 
 /* Status for an element's failure: >0 recoverable, a status it recorded, else MBK_EUSER. */
@@ -286,9 +288,10 @@ static int fs_dynamics(void *impl, const mbk_subsystem_ctx *sc, mbk_state *s)
         int rc = element_force(f, i, s, F, tau);
         if (rc != 0) return rc;
     }
-    /* a cheap scan of the sums; a NaN or infinity must not pass as a result */
-    if (mbk_find_nonfinite((const double *)F, 6 * f->nb) >= 0 || mbk_find_nonfinite(tau, f->nu) >= 0)
-        return blame_nonfinite(f, s, F, tau, on);
+    /* a cheap scan of the sums (tau follows F in one blob: one scan); a NaN or infinity must
+       not pass as a result */
+    if (mbk_find_nonfinite((const double *)F, 6 * f->nb + f->nu) >= 0) return blame_nonfinite(f, s, F, tau, on);
+    *mt_forces_checked(f->matter, F) = 1.0; /* scanned: the operators need not scan them again */
     return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "mbk/status.h"
 
 #include "matter_impl.h"
+#include "system_impl.h"
 
 /* ------------------------------------------------------------------ */
 /* Checks shared by the public readers                                  */
@@ -22,10 +23,15 @@
 /* MBK_OK if (m, s) are usable and matter is realized to `stage`. */
 int mt_need(const mbk_matter *m, const mbk_state *s, mbk_stage stage, const char *fn)
 {
+    /* the common case in a few loads: a State of this topology, far enough (as below) */
+    const mbk_system *sys = m ? m->sys : NULL;
+    if (sys && s && s->block && sys->topology_realized && st_hdr_of(s)->stamp == sys->stamp &&
+        st_sub_of(s, m->sub)->stage >= (int)stage)
+        return MBK_OK;
     if (!m) return mbk_set_error(MBK_EINVAL, "%s: matter is NULL", fn);
     int rc = mbk_system_check_state(m->sys, s);
     if (rc < 0) return rc;
-    mbk_stage have = mbk_state_get_subsystem_stage(s, m->sub);
+    mbk_stage have = (mbk_stage)st_sub_of(s, m->sub)->stage; /* s is checked: read it directly */
     if (have < stage)
         return mbk_set_error(MBK_ESTAGE, "%s: matter is realized only to %s; realize to %s first",
                              fn, mbk_stage_name(have), mbk_stage_name(stage));
@@ -199,6 +205,7 @@ static int add_body_checked(mbk_matter *m, int parent, const mbk_transform *X_PF
     b->quat = mt_mobilizer_has_quaternion(&mobilizer);
     b->spin = b->pin && b->X_MB.p.x == 0.0 && b->X_MB.p.y == 0.0 && b->X_MB.p.z == 0.0;
     b->pin_slot = b->pin ? m->npin++ : -1;
+    m->nquat += b->quat;
     b->pf_turns = !is_identity_rotation(&X_PF->R);
     b->mb_turns = !is_identity_rotation(&b->X_MB.R);
     b->mass = body->mass;
@@ -531,6 +538,8 @@ mbk_matter *mbk_multibody_upd_matter(mbk_system *sys)
 
 const mbk_matter *mbk_multibody_get_matter(const mbk_system *sys)
 {
+    /* mbk_multibody_create makes matter the first subsystem: look there first */
+    if (sys && sys->nsub > 0 && sys->subs[0]->ops_source == &matter_ops) return sys->subs[0]->impl;
     int k = mbk_system_find_subsystem(sys, &matter_ops);
     return k < 0 ? NULL : mbk_system_get_subsystem_impl(sys, k);
 }
@@ -546,6 +555,8 @@ static void *forces_of(const mbk_system *sys, const mbk_state *s, int which, boo
     }
     if (mt_need(m, s, for_read ? MBK_STAGE_DYNAMICS : MBK_STAGE_VELOCITY, fn) < 0) return NULL;
     mbk_spatial_vec *F = mt_cache(m, s, C_FORCES);
+    /* whoever writes them may write anything: the operators scan them again */
+    if (!for_read) *mt_forces_checked(m, F) = 0.0;
     return which ? (void *)mt_mobility_forces(F, m->nb) : (void *)F;
 }
 

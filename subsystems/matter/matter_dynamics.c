@@ -252,7 +252,7 @@ int mt_realize_acceleration(void *impl, const mbk_subsystem_ctx *c, mbk_state *s
     mbk_spatial_vec *F = mt_cache(m, s, C_FORCES);
     const double *tau = mt_mobility_forces(F, m->nb);
     mbk_spatial_vec *A = mt_cache(m, s, C_ACC), *z = A + m->nb;
-    double *udot = mbk_state_upd_subsystem_udot(s, m->sub);
+    double *udot = st_sub_ydot(s, m->sub, 1);
     int rc = mt_realize_abi(m, s);
     if (rc < 0) return rc;
     mt_aba_solve(m, s, tau, F, true, A, z, udot);
@@ -262,8 +262,8 @@ int mt_realize_acceleration(void *impl, const mbk_subsystem_ctx *c, mbk_state *s
     /* qdotdot from udot through each mobilizer's N and NDot */
     const int *lay = qlayout(m, s);
     bool euler = layout_euler(m, lay);
-    const double *qn = mt_cache(m, s, C_QN), *u = mbk_state_get_subsystem_u(s, m->sub);
-    double *qdd = mbk_state_upd_subsystem_qdotdot(s, m->sub);
+    const double *qn = mt_cache(m, s, C_QN), *u = st_sub_y(s, m->sub, 1);
+    double *qdd = st_sub_qdotdot(s, m->sub);
     for (int i = 1; i < m->nb; ++i) {
         const mt_node *b = &m->nodes[i];
         const mbk_mobilizer *mob = &m->bodies[i].mob;

@@ -2,6 +2,8 @@
 #ifndef MBK_MATTER_IMPL_H
 #define MBK_MATTER_IMPL_H
 
+#include <stddef.h>
+
 #include "mbk/matter.h"
 #include "state_impl.h"
 #include "mt_inertia.h"
@@ -49,6 +51,10 @@ typedef struct mt_pos {
     mt_sym3 I_G;           /* inertia about B's origin, in G */
     mbk_vec3 c_G;          /* centre of mass from B's origin, in G */
 } mt_pos;
+
+/* The vector sweeps (mt_v4.h) read r_PB, I_G and c_G with loads that run into the next field. */
+_Static_assert(offsetof(mt_pos, I_G) == offsetof(mt_pos, r_PB) + sizeof(mbk_vec3) &&
+               offsetof(mt_pos, c_G) == offsetof(mt_pos, I_G) + sizeof(mt_sym3), "mt_pos: r_PB, I_G, c_G adjacent");
 
 /* A body's mass properties as the sweeps use them (about B's origin, in B). */
 typedef struct mt_massprops {
@@ -128,6 +134,7 @@ struct mbk_matter {
     int nu;                /* total u */
     int nd;                /* total size of the D^-1 blocks (sum of nu_b^2) */
     int npin;              /* number of built-in Pins */
+    int nquat;             /* number of bodies whose mobilizer has a quaternion (mt_body.quat) */
     int *fed;              /* the bodies whose node says fed (their sums are zeroed before a sweep) */
     int nfed;              /* how many */
     int euler_var;         /* discrete variable (Model): use Euler angles */
@@ -286,14 +293,23 @@ static inline bool use_euler(const mbk_matter *m, const mbk_state *s)
     return *(const bool *)mbk_state_get_discrete(s, m->sub, m->euler_var);
 }
 
-/* Sizes of the cache blobs; forces = body forces (nb) then mobility forces (nu). */
+/* Sizes of the cache blobs; forces = body forces (nb), mobility forces (nu, and one spare),
+   then the flag of mt_forces_checked. */
 static inline size_t forces_bytes(const mbk_matter *m)
 {
-    return (size_t)m->nb * sizeof(mbk_spatial_vec) + (size_t)(m->nu + 1) * sizeof(double);
+    return (size_t)m->nb * sizeof(mbk_spatial_vec) + (size_t)(m->nu + 2) * sizeof(double);
 }
 
 /* The mobility forces of a force blob, right after its nb body forces. */
 static inline double *mt_mobility_forces(mbk_spatial_vec *F, int nb) { return (double *)(F + nb); }
+
+/* The force blob's flag: 1.0 while its sums are known finite (the last force subsystem to
+   realize Dynamics scanned them, and no one has asked for them writable since), else 0.0;
+   then the operators given the System's own sums need not scan them again. */
+static inline double *mt_forces_checked(const mbk_matter *m, mbk_spatial_vec *F)
+{
+    return mt_mobility_forces(F, m->nb) + m->nu + 1;
+}
 
 /* The State's own body masses (Position): nb doubles right after the nb poses in the
    Position blob, so the sweeps find them without a lookup and mt_pos stays 192 bytes.

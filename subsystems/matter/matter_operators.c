@@ -5,6 +5,61 @@
 
 #include "mbk/status.h"
 #include "matter_impl.h"
+#include "mt_v4.h"
+
+#ifdef MT_V4
+/* mt_rnea by vectors (mt_v4.h): every sum and product of the scalar code below, in its
+   order, three lanes at a time, so the same bits. */
+static void rnea_v4(const mbk_matter *m, const mbk_state *s, const double *udot, const double *tau,
+                    const mbk_spatial_vec *F, bool with_velocity, mbk_spatial_vec *A, mbk_spatial_vec *Fb,
+                    double *residual)
+{
+    const mt_pos *pos = mt_cache(m, s, C_POS);
+    const mt_vel *vel = with_velocity ? mt_cache(m, s, C_VEL) : NULL;
+    const mbk_spatial_vec *H = mt_cache(m, s, C_H);
+    const mt_v4 zero = {0.0, 0.0, 0.0, 0.0};
+    A[0] = mbk_spatial_vec_zero();
+    mt_sv4 A_prev = {zero, zero}; /* body i - 1's */
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_node *b = &m->nodes[i];
+        const mt_pos *p = &pos[i];
+        const mt_sv4 A_P = b->parent == i - 1 ? A_prev : sv4_load(&A[b->parent]);
+        mt_sv4 Ai = {A_P.w, A_P.v + v4_cross(A_P.w, v4_load(&p->r_PB.x))};
+        if (vel) Ai = sv4_add(Ai, sv4_load(&vel[i].a_c));
+        if (udot && b->spin) Ai.w = Ai.w + v4_load(&H[b->u0].w.x) * udot[b->u0];
+        else for (int j = 0; udot && j < b->nu; ++j) {
+            const mt_sv4 h = sv4_load(&H[b->u0 + j]);
+            Ai.w = Ai.w + h.w * udot[b->u0 + j];
+            Ai.v = Ai.v + h.v * udot[b->u0 + j];
+        }
+        sv4_store(&A[i], Ai);
+        A_prev = Ai;
+        /* the body's rigid inertia times Ai (mt_rigid_mul) */
+        const double mass = mt_mass_of(m, pos, i);
+        const mt_v4 h = v4_load_after(&p->I_G.yz) * mass;
+        mt_v4 I[3];
+        sym3_cols(&p->I_G, I);
+        mt_sv4 f = {sym3_cols_mul(I, Ai.w) + v4_cross(h, Ai.v), Ai.v * mass - v4_cross(h, Ai.w)};
+        if (vel) f = sv4_add(f, sv4_load(&vel[i].b));
+        if (F) f = sv4_sub(f, sv4_load(&F[i]));
+        sv4_store(&Fb[i], f);
+    }
+    mt_sv4 carry = {zero, zero}; /* force passed to body i - 1 */
+    for (int i = m->nb - 1; i >= 1; --i) {
+        const mt_node *b = &m->nodes[i];
+        const mt_sv4 f = sv4_add(sv4_load(&Fb[i]), carry);
+        if (b->spin) residual[b->u0] = v4_dot(v4_load(&H[b->u0].w.x), f.w) - (tau ? tau[b->u0] : 0.0);
+        else for (int j = 0; j < b->nu; ++j) {
+            const mt_sv4 h = sv4_load(&H[b->u0 + j]);
+            residual[b->u0 + j] = (v4_dot(h.w, f.w) + v4_dot(h.v, f.v)) - (tau ? tau[b->u0 + j] : 0.0);
+        }
+        const mt_sv4 fp = {f.w - v4_cross(-v4_load(&pos[i].r_PB.x), f.v), f.v};
+        carry.w = carry.v = zero;
+        if (b->parent == i - 1) carry = fp;
+        else if (b->parent > 0) sv4_store(&Fb[b->parent], sv4_add(sv4_load(&Fb[b->parent]), fp));
+    }
+}
+#endif
 
 /* Recursive Newton-Euler: residual = M udot (+ C if with_velocity) - tau - J^T F.
    A and Fb are scratch arrays of nb spatial vectors. As in the articulated-body
@@ -14,6 +69,10 @@ void mt_rnea(const mbk_matter *m, const mbk_state *s, const double *udot, const 
                  const mbk_spatial_vec *F, bool with_velocity, mbk_spatial_vec *A,
                  mbk_spatial_vec *Fb, double *residual)
 {
+#ifdef MT_V4
+    rnea_v4(m, s, udot, tau, F, with_velocity, A, Fb, residual);
+    return;
+#endif
     const mt_pos *pos = mt_cache(m, s, C_POS);
     const mt_vel *vel = with_velocity ? mt_cache(m, s, C_VEL) : NULL;
     const mbk_spatial_vec *H = mt_cache(m, s, C_H);
@@ -252,9 +311,14 @@ int mbk_matter_calc_residual_force(const mbk_matter *m, const mbk_state *s, cons
     if (rc < 0) return rc;
     if (!residual) return mbk_set_error(MBK_EINVAL, "mbk_matter_calc_residual_force: residual is NULL");
     const char *fn = "mbk_matter_calc_residual_force";
+    /* the System's own force sums were scanned when they were made (mt_forces_checked) */
+    mbk_spatial_vec *own = mt_cache(m, s, C_FORCES);
+    const bool own_checked = st_sub_of(s, m->sub)->stage >= MBK_STAGE_DYNAMICS && *mt_forces_checked(m, own) != 0.0;
+    const bool scan_tau = mobility_forces && !(own_checked && mobility_forces == mt_mobility_forces(own, m->nb));
+    const bool scan_F = body_forces && !(own_checked && body_forces == own);
     if ((known_udot && (rc = mt_need_finite(known_udot, m->nu, fn, "known_udot")) < 0) ||
-        (mobility_forces && (rc = mt_need_finite(mobility_forces, m->nu, fn, "mobility_forces")) < 0) ||
-        (body_forces && (rc = mt_need_finite((const double *)body_forces, 6 * m->nb, fn, "body_forces (as doubles)")) < 0))
+        (scan_tau && (rc = mt_need_finite(mobility_forces, m->nu, fn, "mobility_forces")) < 0) ||
+        (scan_F && (rc = mt_need_finite((const double *)body_forces, 6 * m->nb, fn, "body_forces (as doubles)")) < 0))
         return rc;
     mbk_spatial_vec *w = mt_cache(m, s, C_SCRATCH);
     mt_rnea(m, s, known_udot, mobility_forces, body_forces, true, w, w + m->nb, residual);
