@@ -40,51 +40,61 @@ typedef struct mt_dhdr {
 
 static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
 
+/* Columns of the right-hand side that M^-1 takes at once (mt_deriv_solve), at most: the
+   work space holds a block of every row, rows up to SOLVE_W doubles apart. */
+enum { SOLVE_W = 96 };
+/* Bytes of the right-hand side a row of the solve may draw on (in the first level of cache). */
+enum { SOLVE_L1 = 40960 };
+
 /* Byte offsets of the sections (and the total): header, bodies, q columns, u
-   columns, rows, dS, a shared region, the sparse factor. The shared region holds
-   either the sweep's column arrays (qs, us: alive only inside mt_deriv_sweep) or the
-   scratch spatial vectors and vectors (sp, vec: used before the sweep by the numeric
-   pieces and after it by the solve), never both at once. */
-static size_t dws_layout(const mbk_matter *m, size_t off[9], int *vlen)
+   columns, rows, dS, a shared region, the sparse factor and the solve's block. The
+   shared region holds either the sweep's column arrays (qs, us: alive only inside
+   mt_deriv_sweep) or the scratch spatial vectors and vectors (sp, vec: used before
+   the sweep by the numeric pieces and after it by the solve), never both at once. */
+static size_t dws_layout(const mbk_matter *m, size_t off[10], int *vlen)
 {
     size_t nb = (size_t)m->nb, nu = (size_t)m->nu + 1, nq = (size_t)m->nqmax + 1;
     *vlen = m->nqmax + m->nu + 1;
     const size_t scratch = round64(2 * nb * sizeof(mbk_spatial_vec)) + MT_DWS_NVEC * (size_t)*vlen * sizeof(double);
     const size_t columns = round64(MT_QS * nq * sizeof(double)) + MT_US * nu * sizeof(double);
-    const size_t sizes[8] = {sizeof(mt_dhdr), nb * sizeof(mt_dbody), nq * sizeof(mt_dcol), nu * sizeof(mt_ducol),
+    const size_t sizes[9] = {sizeof(mt_dhdr), nb * sizeof(mt_dbody), nq * sizeof(mt_dcol), nu * sizeof(mt_ducol),
                              nu * sizeof(mt_drow), ((size_t)m->nds + 1) * sizeof(mbk_spatial_vec),
                              scratch > columns ? scratch : columns,
-                             m->ltdl ? (2 * (size_t)m->nl + nu) * sizeof(double) : 0};
+                             m->ltdl ? (2 * (size_t)m->nl + nu) * sizeof(double) : 0,
+                             m->ltdl ? nu * SOLVE_W * sizeof(double) : 0};
     size_t o = 0;
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; i < 9; ++i) {
         off[i] = o;
         o += round64(sizes[i]);
     }
-    off[8] = o;
+    off[9] = o;
     return o;
 }
 
 size_t mt_dws_bytes(const mbk_matter *m)
 {
-    size_t off[9];
+    size_t off[10];
     int vlen;
     return dws_layout(m, off, &vlen);
 }
 
-/* The sparse factor's storage: D (nu), then L's rows, then L by columns. */
-static double *dws_factor(const mbk_matter *m, const mbk_state *s)
+/* The sparse factor's storage: D (nu), then L's rows, then L by columns; *block: the
+   solve's block of nu rows of SOLVE_W (64-byte aligned). */
+static double *dws_factor(const mbk_matter *m, const mbk_state *s, double **block)
 {
-    size_t off[9];
+    size_t off[10];
     int vlen;
     dws_layout(m, off, &vlen);
-    return (double *)((char *)mt_cache(m, s, C_SCRATCH_MAT) + off[7]);
+    char *b = mt_cache(m, s, C_SCRATCH_MAT);
+    *block = (double *)(b + off[8]);
+    return (double *)(b + off[7]);
 }
 
 static mt_dhdr *dws_header(const mbk_matter *m, const mbk_state *s) { return mt_cache(m, s, C_SCRATCH_MAT); }
 
 mt_dws mt_dws_of(const mbk_matter *m, const mbk_state *s)
 {
-    size_t off[9];
+    size_t off[10];
     mt_dws w;
     dws_layout(m, off, &w.vlen);
     char *b = mt_cache(m, s, C_SCRATCH_MAT);
@@ -623,57 +633,128 @@ int mbk_matter_calc_qdot_derivatives(const mbk_matter *m, const mbk_state *s, do
 
 /* ---- M^-1 on many columns ------------------------------------------------------------- */
 
-/* x = sc (x - sum_t c[t] X[row[t]]) over n columns, a chunk of columns at a time in
-   registers (each row of X is stored once however many rows it draws on). Every
-   column is summed the same way, as two partial sums over even and odd t (half the
-   chain of dependent adds), so chunks that overlap give the same bits. Written as
-   scalars so that compilers vectorize them at -O2 too. */
-#define PULL_CHUNK(W)                                                                               \
+/* The two triangular sweeps on a block of NV * 8 columns (rows ld apart): L^T y = x from
+   the tips with y scaled by Dsc as each row is finished, then L x = y from the base.
+   Each row's columns stay in registers while its entries of L are pulled in, summed as
+   two partial sums over alternate entries, the row finished last (the nearest) pulled
+   last: the sweeps are a chain of rows, and this keeps the chain short. Every column is
+   computed the same way whichever block holds it, so the blocking does not change the
+   bits. */
+#if defined(__GNUC__)
+/* Eight doubles as one vector (GCC's and Clang's vector extension: one 512-bit register
+   where the target has them, narrower ones otherwise): compilers keep a row's NV
+   vectors in registers where they would not keep its NV * 8 scalars. */
+typedef double solve_v8 __attribute__((vector_size(64)));
+#define SOLVE_ROW(NV, yi, lo, hi, coef, rows, sc)                                                   \
     do {                                                                                            \
-        double e_[W], o_[W];                                                                        \
-        for (int k_ = 0; k_ < (W); ++k_) { e_[k_] = xin[k_]; o_[k_] = 0.0; }                        \
-        int t_ = 0;                                                                                 \
-        for (; t_ + 1 < cnt; t_ += 2) {                                                             \
-            const double f0_ = c[t_], f1_ = c[t_ + 1];                                              \
-            const double *y0_ = X + (size_t)row[t_] * ld + (size_t)cc, *y1_ = X + (size_t)row[t_ + 1] * ld + (size_t)cc; \
-            for (int k_ = 0; k_ < (W); ++k_) { e_[k_] -= f0_ * y0_[k_]; o_[k_] -= f1_ * y1_[k_]; } \
+        solve_v8 e_[NV], o_[NV];                                                                    \
+        for (int j_ = 0; j_ < (NV); ++j_) {                                                         \
+            memcpy(&e_[j_], (yi) + 8 * j_, sizeof e_[j_]);                                          \
+            o_[j_] = e_[j_] - e_[j_]; /* zero (finite x), or NaN as (x - f y) would be */            \
         }                                                                                           \
-        if (t_ < cnt) {                                                                             \
-            const double f0_ = c[t_], *y0_ = X + (size_t)row[t_] * ld + (size_t)cc;                 \
-            for (int k_ = 0; k_ < (W); ++k_) e_[k_] -= f0_ * y0_[k_];                               \
+        int t_ = (hi) - 1;                                                                          \
+        for (; t_ > (lo); t_ -= 2) {                                                                \
+            const double f0_ = -(coef)[t_], f1_ = -(coef)[t_ - 1];                                  \
+            const double *y0_ = Y + (size_t)(rows)[t_] * ld, *y1_ = Y + (size_t)(rows)[t_ - 1] * ld; \
+            for (int j_ = 0; j_ < (NV); ++j_) {                                                     \
+                solve_v8 x0_, x1_;                                                                  \
+                memcpy(&x0_, y0_ + 8 * j_, sizeof x0_);                                             \
+                memcpy(&x1_, y1_ + 8 * j_, sizeof x1_);                                             \
+                e_[j_] += f0_ * x0_;                                                                \
+                o_[j_] += f1_ * x1_;                                                                \
+            }                                                                                       \
         }                                                                                           \
-        for (int k_ = 0; k_ < (W); ++k_) x[cc + k_] = sc * (e_[k_] + o_[k_]);                      \
+        if (t_ == (lo)) {                                                                           \
+            const double f0_ = -(coef)[t_], *y0_ = Y + (size_t)(rows)[t_] * ld;                     \
+            for (int j_ = 0; j_ < (NV); ++j_) {                                                     \
+                solve_v8 x0_;                                                                       \
+                memcpy(&x0_, y0_ + 8 * j_, sizeof x0_);                                             \
+                e_[j_] += f0_ * x0_;                                                                \
+            }                                                                                       \
+        }                                                                                           \
+        for (int j_ = 0; j_ < (NV); ++j_) {                                                         \
+            solve_v8 r_ = (sc) * (e_[j_] + o_[j_]);                                                 \
+            memcpy((yi) + 8 * j_, &r_, sizeof r_);                                                  \
+        }                                                                                           \
     } while (0)
+#else
+#define SOLVE_ROW(NV, yi, lo, hi, coef, rows, sc)                                                   \
+    do {                                                                                            \
+        for (int k_ = 0; k_ < 8 * (NV); ++k_) {                                                     \
+            double e_ = (yi)[k_], o_ = e_ - e_;                                                     \
+            int t_ = (hi) - 1;                                                                      \
+            for (; t_ > (lo); t_ -= 2) {                                                            \
+                e_ += -(coef)[t_] * Y[(size_t)(rows)[t_] * ld + (size_t)k_];                        \
+                o_ += -(coef)[t_ - 1] * Y[(size_t)(rows)[t_ - 1] * ld + (size_t)k_];                \
+            }                                                                                       \
+            if (t_ == (lo)) e_ += -(coef)[t_] * Y[(size_t)(rows)[t_] * ld + (size_t)k_];            \
+            (yi)[k_] = (sc) * (e_ + o_);                                                            \
+        }                                                                                           \
+    } while (0)
+#endif
 
-static void pull_row(double *restrict x, const double *X, size_t ld, int n, const int *row, const double *c, int cnt,
-                     double sc)
+#define DEFINE_BLOCK_SOLVE(NV)                                                                      \
+    static void block_solve_##NV(const mbk_matter *m, double *Y, size_t ld, const double *LD,       \
+                                 const double *Dsc, const double *L)                                \
+    {                                                                                               \
+        for (int i = m->nu - 1; i >= 0; --i)                                                        \
+            SOLVE_ROW(NV, Y + (size_t)i * ld, m->ldoff[i], m->ldoff[i + 1], LD, m->ldrow, Dsc[i]);  \
+        for (int k = 0; k < m->nu; ++k) {                                                           \
+            const int t0 = m->loff[k], t1 = k + 1 < m->nu ? m->loff[k + 1] : m->nl;                 \
+            if (t0 < t1) SOLVE_ROW(NV, Y + (size_t)k * ld, t0, t1, L, m->lanc, 1.0);                \
+        }                                                                                           \
+    }
+
+DEFINE_BLOCK_SOLVE(1)
+DEFINE_BLOCK_SOLVE(2)
+DEFINE_BLOCK_SOLVE(3)
+DEFINE_BLOCK_SOLVE(4)
+DEFINE_BLOCK_SOLVE(5)
+DEFINE_BLOCK_SOLVE(6)
+DEFINE_BLOCK_SOLVE(7)
+DEFINE_BLOCK_SOLVE(8)
+DEFINE_BLOCK_SOLVE(9)
+DEFINE_BLOCK_SOLVE(10)
+DEFINE_BLOCK_SOLVE(11)
+DEFINE_BLOCK_SOLVE(12)
+#undef DEFINE_BLOCK_SOLVE
+#undef SOLVE_ROW
+
+typedef void (*block_solve_fn)(const mbk_matter *, double *, size_t, const double *, const double *, const double *);
+static const block_solve_fn BLOCK_SOLVE[SOLVE_W / 8 + 1] = {
+    NULL,          block_solve_1, block_solve_2, block_solve_3,  block_solve_4,  block_solve_5, block_solve_6,
+    block_solve_7, block_solve_8, block_solve_9, block_solve_10, block_solve_11, block_solve_12};
+
+/* w1 columns of X1 from a1 and w2 of X2 from a2, side by side, into the work space Y
+   (rows W apart, the rest of each row zero), or (back) from it. */
+static void block_copy(int nu, double *X1, size_t ld1, int a1, int w1, double *X2, size_t ld2, int a2, int w2,
+                       double *Y, int W, bool back)
 {
-    /* a tail of n % 4 columns is done as the last four, from their values on entry */
-    const int tail = n >= 4 ? n % 4 : 0;
-    double tin[4] = {0, 0, 0, 0};
-    if (tail)
-        for (int k = 0; k < 4; ++k) tin[k] = x[n - 4 + k];
-    int cc = 0;
-    for (; cc + 16 <= n; cc += 16) {
-        const double *xin = x + cc;
-        PULL_CHUNK(16);
-    }
-    for (; cc + 4 <= n; cc += 4) {
-        const double *xin = x + cc;
-        PULL_CHUNK(4);
-    }
-    if (tail) {
-        const double *xin = tin;
-        cc = n - 4;
-        PULL_CHUNK(4);
-        return;
-    }
-    for (; cc < n; ++cc) {
-        const double *xin = x + cc;
-        PULL_CHUNK(1);
+    for (int i = 0; i < nu; ++i) {
+        double *y = Y + (size_t)i * (size_t)W, *x1 = X1 + (size_t)i * ld1 + a1, *x2 = X2 + (size_t)i * ld2 + a2;
+        if (back) {
+            memcpy(x1, y, (size_t)w1 * sizeof *y);
+            memcpy(x2, y + w1, (size_t)w2 * sizeof *y);
+            continue;
+        }
+        memcpy(y, x1, (size_t)w1 * sizeof *y);
+        memcpy(y + w1, x2, (size_t)w2 * sizeof *y);
+        memset(y + w1 + w2, 0, (size_t)(W - w1 - w2) * sizeof *y);
     }
 }
-#undef PULL_CHUNK
+
+/* The n / 8 whole vectors of columns of X where they are, in as few blocks of at most
+   nvmax vectors as will do, sharing the vectors evenly. */
+static void solve_in_place(const mbk_matter *m, double *X, size_t ld, int n, int nvmax, const double *LD,
+                           const double *Dsc, const double *L)
+{
+    const int nvec = n / 8, nblk = (nvec + nvmax - 1) / nvmax;
+    for (int k = 0, c0 = 0; k < nblk; ++k) {
+        const int nv = nvec / nblk + (k < nvec % nblk);
+        BLOCK_SOLVE[nv](m, X + c0, ld, LD, Dsc, L);
+        c0 += 8 * nv;
+    }
+}
 
 /* M = L^T D L with L unit lower triangular, nonzero only where a u's row meets the u
    above it (Featherstone's LTDL, "Rigid Body Dynamics Algorithms" 6.5, eliminating from
@@ -763,7 +844,7 @@ int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double
         }
         return MBK_OK;
     }
-    double *D = dws_factor(m, s), *L = D + m->nu, *LD = L + m->nl;
+    double *Y, *D = dws_factor(m, s, &Y), *L = D + m->nu, *LD = L + m->nl;
     int rc = factor_mass(m, s, &ws, D, L);
     if (rc < 0) return rc;
     /* L by columns, times D_k / scale: back substitution pulls the rows below each u
@@ -772,20 +853,26 @@ int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double
     for (int t = 0; t < m->nl; ++t) LD[t] = L[m->ldpos[t]] * D[m->ldrow[t]] * inv_scale;
     double *Dsc = D; /* D is read only through LD from here: keep scale / D in its place */
     for (int i = 0; i < m->nu; ++i) Dsc[i] = scale / D[i];
-    for (int which = 0; which < 2; ++which) {
-        double *X = which ? X2 : X1;
-        const size_t ld = (size_t)(which ? ld2 : ld1);
-        const int n = which ? n2 : n1;
-        if (!X || n == 0) continue;
-        /* L^T y = x from the tips (z = scale D^-1 y at once), then L x = z from the base */
-        for (int i = m->nu - 1; i >= 0; --i) {
-            const int t0 = m->ldoff[i];
-            pull_row(X + (size_t)i * ld, X, ld, n, m->ldrow + t0, LD + t0, m->ldoff[i + 1] - t0, Dsc[i]);
-        }
-        for (int k = 0; k < m->nu; ++k) {
-            const int t0 = m->loff[k];
-            pull_row(X + (size_t)k * ld, X, ld, n, m->lanc + t0, L + t0, row_len(m, k), 1.0);
-        }
+    /* [X1 X2] in one block in the work space when it fits, else the whole vectors of 8
+       columns of each where they are and the columns left over in the work space */
+    double zero = 0.0;
+    if (!X1) X1 = &zero, n1 = 0;
+    if (!X2) X2 = &zero, n2 = 0;
+    const bool one = n1 + n2 <= SOLVE_W;
+    const int a1 = one ? 0 : n1 / 8 * 8, a2 = one ? 0 : n2 / 8 * 8, nv = (n1 - a1 + n2 - a2 + 7) / 8;
+    if (!one) {
+        /* a row pulls in the block's rows of every u above it: keep those in the first
+           level of cache (about 40 KB) */
+        int depth = 1;
+        for (int k = 0; k < m->nu; ++k) depth = row_len(m, k) > depth ? row_len(m, k) : depth;
+        int nvmax = SOLVE_L1 / (64 * depth);
+        nvmax = nvmax < 1 ? 1 : nvmax > SOLVE_W / 8 ? SOLVE_W / 8 : nvmax;
+        solve_in_place(m, X1, (size_t)ld1, n1, nvmax, LD, Dsc, L);
+        solve_in_place(m, X2, (size_t)ld2, n2, nvmax, LD, Dsc, L);
     }
+    if (nv == 0) return MBK_OK;
+    block_copy(m->nu, X1, (size_t)ld1, a1, n1 - a1, X2, (size_t)ld2, a2, n2 - a2, Y, 8 * nv, false);
+    BLOCK_SOLVE[nv](m, Y, (size_t)(8 * nv), LD, Dsc, L);
+    block_copy(m->nu, X1, (size_t)ld1, a1, n1 - a1, X2, (size_t)ld2, a2, n2 - a2, Y, 8 * nv, true);
     return MBK_OK;
 }
