@@ -141,6 +141,9 @@ static inline mbk_spatial_vec mat6_mul(const double M[6][6], mbk_spatial_vec x)
     return mbk_spatial_vec_make(mbk_vec3_make(r[0], r[1], r[2]), mbk_vec3_make(r[3], r[4], r[5]));
 }
 
+/* Whether v is exactly zero (columns that need no work). */
+static inline bool vec3_zero(mbk_vec3 v) { return v.x == 0.0 && v.y == 0.0 && v.z == 0.0; }
+
 /* The axis of the rotation dR R^T (its skew part; exact for a rotation's derivative). */
 static inline mbk_vec3 vee_dR(const mbk_mat33 *dR, const mbk_mat33 *R)
 {
@@ -238,8 +241,13 @@ static int joint_columns(const mbk_matter *m, const mbk_state *s, int i, const m
         col->T = from_F(R, pF, mbk_spatial_vec_make(om, mbk_vec3_sub(d.dp[k], mbk_vec3_cross(om, p))));
         mbk_vec3 dwFM = mbk_vec3_zero(), dvFM = mbk_vec3_zero();
         mbk_spatial_vec dv = mbk_spatial_vec_zero(), dsud = mbk_spatial_vec_zero();
+        const bool moves = !vec3_zero(d.dp[k]);
         for (int l = 0; l < nu; ++l) {
             const mbk_spatial_vec *g = &d.dH[k][l];
+            if (vec3_zero(g->w) && vec3_zero(g->v) && (!moves || vec3_zero(H[l].w))) { /* dS = 0 */
+                dS[k * nu + l] = mbk_spatial_vec_zero();
+                continue;
+            }
             mbk_spatial_vec dHF = mbk_spatial_vec_make(
                 g->w, mbk_vec3_sub(mbk_vec3_sub(g->v, mbk_vec3_cross(g->w, p)), mbk_vec3_cross(H[l].w, d.dp[k])));
             dS[k * nu + l] = from_F(R, pF, dHF);
@@ -272,6 +280,71 @@ static int joint_columns(const mbk_matter *m, const mbk_state *s, int i, const m
     return MBK_OK;
 }
 
+/* A Pin's velocity, acceleration and columns: T = S, dS = 0, c = 0, and with S x S = 0
+   the general formulas reduce to w = v_p x S (= -S x v_i) for q, alpha = 2 v_p x S for u. */
+static void pin_body(const mt_dws *ws, int u0, int q0, mbk_spatial_vec S, double u, double udot, const mt_dbody *dp,
+                     mt_dbody *di)
+{
+    const bool vel = ws->with_velocity;
+    const mbk_spatial_vec vS = vel ? mbk_spatial_cross_motion(dp->v, S) : mbk_spatial_vec_zero();
+    /* v_i = v_p + S u, a_i = a_p + S udot + (v_p x S) u */
+    di->v = vel ? mbk_spatial_vec_add(dp->v, mbk_spatial_vec_scale(S, u)) : mbk_spatial_vec_zero();
+    di->a = mbk_spatial_vec_add(mbk_spatial_vec_add(dp->a, mbk_spatial_vec_scale(S, udot)),
+                                mbk_spatial_vec_scale(vS, u));
+    mt_ducol *uc = &ws->ucol[u0];
+    mt_dcol *qc = &ws->qcol[q0];
+    uc->T = qc->T = S;
+    uc->alpha = mbk_spatial_vec_add(vS, vS);
+    qc->w = vS;
+    /* alpha = -(S x a_i) - w x v_i */
+    qc->alpha = mbk_spatial_vec_sub(mbk_spatial_vec_scale(mbk_spatial_cross_motion(S, di->a), -1.0),
+                                    mbk_spatial_cross_motion(vS, di->v));
+}
+
+/* Any other body's velocity, acceleration and columns (from its mobilizer's derivatives). */
+static int general_body(const mbk_matter *m, const mbk_state *s, int i, mt_dws *ws, const double *q, const double *qn,
+                        const int *lay, const double *ub, const double *udb, const mt_pos *pos,
+                        const mbk_spatial_vec *H, bool euler, const mt_dbody *dp, mt_dbody *di)
+{
+    const mt_body *b = &m->bodies[i];
+    const bool with_velocity = ws->with_velocity;
+    const mbk_vec3 pB = pos[i].X_GB.p;
+    mbk_spatial_vec vrel = mbk_spatial_vec_zero(), arel = mbk_spatial_vec_zero();
+    for (int l = 0; l < b->nu; ++l) {
+        mbk_spatial_vec S = motion_at_origin(H[b->u0 + l], pB);
+        mt_ducol *uc = &ws->ucol[b->u0 + l];
+        uc->T = S;
+        uc->alpha = with_velocity ? mbk_spatial_cross_motion(dp->v, S) : mbk_spatial_vec_zero();
+        vrel = mbk_spatial_vec_add(vrel, mbk_spatial_vec_scale(S, ub[l]));
+        if (udb) arel = mbk_spatial_vec_add(arel, mbk_spatial_vec_scale(S, udb[l]));
+    }
+    /* a_i = a_p + S udot + v_p x S u + c */
+    di->v = with_velocity ? mbk_spatial_vec_add(dp->v, vrel) : mbk_spatial_vec_zero();
+    di->a = mbk_spatial_vec_add(dp->a, arel);
+    if (with_velocity) di->a = mbk_spatial_vec_add(di->a, mbk_spatial_cross_motion(dp->v, vrel));
+    const int q0 = lay[2 * i], nq = lay[2 * i + 1];
+    if (nq > 0) {
+        mbk_transform X_GF = mbk_transform_compose(pos[b->parent].X_GB, b->X_PF);
+        mbk_spatial_vec c = mbk_spatial_vec_zero();
+        int rc = joint_columns(m, s, i, ws, &X_GF, q + q0, qn + q0, nq, ub, udb, dp->v, euler, &c, &ws->numeric);
+        if (rc < 0) return rc;
+        di->a = mbk_spatial_vec_add(di->a, c);
+    }
+    /* finish the columns: w = dS u - T x v_i, alpha = (own part) - T x a_i - w x v_i;
+       u columns: alpha = v_p x S + dc/du - S x v_i */
+    for (int k = 0; k < nq; ++k) {
+        mt_dcol *qc = &ws->qcol[q0 + k];
+        if (with_velocity) qc->w = mbk_spatial_vec_sub(qc->w, mbk_spatial_cross_motion(qc->T, di->v));
+        qc->alpha = mbk_spatial_vec_sub(mbk_spatial_vec_sub(qc->alpha, mbk_spatial_cross_motion(qc->T, di->a)),
+                                        mbk_spatial_cross_motion(qc->w, di->v));
+    }
+    for (int l = 0; with_velocity && l < b->nu; ++l) {
+        mt_ducol *uc = &ws->ucol[b->u0 + l];
+        uc->alpha = mbk_spatial_vec_sub(uc->alpha, mbk_spatial_cross_motion(uc->T, di->v));
+    }
+    return MBK_OK;
+}
+
 int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, mbk_vec3 g, bool with_velocity)
 {
     mt_dws ws = mt_dws_of(m, s);
@@ -292,42 +365,11 @@ int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, 
         mt_dbody *di = &db[i];
         const mbk_vec3 pB = pos[i].X_GB.p;
         const double *ub = u + b->u0, *udb = udot ? udot + b->u0 : NULL;
-        mbk_spatial_vec vrel = mbk_spatial_vec_zero(), arel = mbk_spatial_vec_zero();
-        for (int l = 0; l < b->nu; ++l) {
-            mbk_spatial_vec S = motion_at_origin(H[b->u0 + l], pB);
-            mt_ducol *uc = &ws.ucol[b->u0 + l];
-            uc->T = S;
-            uc->alpha = with_velocity ? mbk_spatial_cross_motion(dp->v, S) : mbk_spatial_vec_zero();
-            vrel = mbk_spatial_vec_add(vrel, mbk_spatial_vec_scale(S, ub[l]));
-            if (udb) arel = mbk_spatial_vec_add(arel, mbk_spatial_vec_scale(S, udb[l]));
-        }
-        /* a_i = a_p + S udot + v_p x S u + c */
-        di->v = with_velocity ? mbk_spatial_vec_add(dp->v, vrel) : mbk_spatial_vec_zero();
-        di->a = mbk_spatial_vec_add(dp->a, arel);
-        if (with_velocity) di->a = mbk_spatial_vec_add(di->a, mbk_spatial_cross_motion(dp->v, vrel));
-        const int q0 = lay[2 * i], nq = lay[2 * i + 1];
-        if (b->pin) { /* T = S, dS = 0, c = 0 */
-            mt_dcol *qc = &ws.qcol[q0];
-            qc->T = ws.ucol[b->u0].T;
-            qc->w = qc->alpha = mbk_spatial_vec_zero();
-        } else if (nq > 0) {
-            mbk_transform X_GF = mbk_transform_compose(pos[b->parent].X_GB, b->X_PF);
-            mbk_spatial_vec c = mbk_spatial_vec_zero();
-            int rc = joint_columns(m, s, i, &ws, &X_GF, q + q0, qn + q0, nq, ub, udb, dp->v, euler, &c, &ws.numeric);
+        if (b->pin) {
+            pin_body(&ws, b->u0, lay[2 * i], motion_at_origin(H[b->u0], pB), ub[0], udb ? udb[0] : 0.0, dp, di);
+        } else {
+            int rc = general_body(m, s, i, &ws, q, qn, lay, ub, udb, pos, H, euler, dp, di);
             if (rc < 0) return rc;
-            di->a = mbk_spatial_vec_add(di->a, c);
-        }
-        /* finish the columns: w = dS u - T x v_i, alpha = (own part) - T x a_i - w x v_i;
-           u columns: alpha = v_p x S + dc/du - S x v_i */
-        for (int k = 0; k < nq; ++k) {
-            mt_dcol *qc = &ws.qcol[q0 + k];
-            if (with_velocity) qc->w = mbk_spatial_vec_sub(qc->w, mbk_spatial_cross_motion(qc->T, di->v));
-            qc->alpha = mbk_spatial_vec_sub(mbk_spatial_vec_sub(qc->alpha, mbk_spatial_cross_motion(qc->T, di->a)),
-                                            mbk_spatial_cross_motion(qc->w, di->v));
-        }
-        for (int l = 0; with_velocity && l < b->nu; ++l) {
-            mt_ducol *uc = &ws.ucol[b->u0 + l];
-            uc->alpha = mbk_spatial_vec_sub(uc->alpha, mbk_spatial_cross_motion(uc->T, di->v));
         }
         /* inertia about Ground's origin, forces, B */
         const double mass = mt_mass_of(m, pos, i); /* the State's own, when it has its own */
