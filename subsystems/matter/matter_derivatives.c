@@ -767,21 +767,48 @@ static const block_solve_fn BLOCK_SOLVE[SOLVE_W / 8 + 1] = {
     NULL,          block_solve_1, block_solve_2, block_solve_3,  block_solve_4,  block_solve_5, block_solve_6,
     block_solve_7, block_solve_8, block_solve_9, block_solve_10, block_solve_11, block_solve_12};
 
+/* dst[0, n) = src[0, n): eight at a time, then the rest one by one (written out, so that
+   compilers do not turn these short copies into library calls). */
+static inline void copy_row(double *restrict dst, const double *restrict src, int n)
+{
+    int k = 0;
+#if defined(__GNUC__)
+    for (; k + 8 <= n; k += 8) {
+        solve_v8 t;
+        memcpy(&t, src + k, sizeof t);
+        memcpy(dst + k, &t, sizeof t);
+    }
+#endif
+    for (; k + 4 <= n; k += 4) {
+        const double t0 = src[k], t1 = src[k + 1], t2 = src[k + 2], t3 = src[k + 3];
+        dst[k] = t0, dst[k + 1] = t1, dst[k + 2] = t2, dst[k + 3] = t3;
+    }
+    dst += k, src += k;
+    switch (n - k) {
+    case 3: dst[2] = src[2]; /* fall through */
+    case 2: dst[1] = src[1]; /* fall through */
+    case 1: dst[0] = src[0]; /* fall through */
+    default: break;
+    }
+}
+
 /* w1 columns of X1 from a1 and w2 of X2 from a2, side by side, into the work space Y
-   (rows W apart, the rest of each row zero), or (back) from it. */
+   (rows W apart, W a multiple of 8 and less than w1 + w2 + 8; the rest of each row
+   zero), or (back) from it. */
 static void block_copy(int nu, double *X1, size_t ld1, int a1, int w1, double *X2, size_t ld2, int a2, int w2,
                        double *Y, int W, bool back)
 {
+    static const double zero8[8];
     for (int i = 0; i < nu; ++i) {
         double *y = Y + (size_t)i * (size_t)W, *x1 = X1 + (size_t)i * ld1 + a1, *x2 = X2 + (size_t)i * ld2 + a2;
         if (back) {
-            memcpy(x1, y, (size_t)w1 * sizeof *y);
-            memcpy(x2, y + w1, (size_t)w2 * sizeof *y);
+            copy_row(x1, y, w1);
+            copy_row(x2, y + w1, w2);
             continue;
         }
-        memcpy(y, x1, (size_t)w1 * sizeof *y);
-        memcpy(y + w1, x2, (size_t)w2 * sizeof *y);
-        memset(y + w1 + w2, 0, (size_t)(W - w1 - w2) * sizeof *y);
+        memcpy(y + W - 8, zero8, sizeof zero8);
+        copy_row(y, x1, w1);
+        copy_row(y + w1, x2, w2);
     }
 }
 
