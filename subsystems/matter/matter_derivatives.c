@@ -871,7 +871,18 @@ static void factor_block(const mbk_matter *m, const mt_node *nd, const mt_inerti
     }
 }
 
-static int factor_mass(const mbk_matter *m, const mbk_state *s, const mt_dws *ws, double *D, double *L)
+/* LD (L by columns) for the rows of u0 .. u0 + n - 1: L times D of the row, over scale. */
+static void factor_columns(const mbk_matter *m, int u0, int n, const double *D, const double *L, double inv_scale,
+                           double *LD)
+{
+    for (int k = u0; k < u0 + n; ++k) {
+        const double f = D[k] * inv_scale;
+        for (int t = m->loff[k]; t < m->loff[k] + row_len(m, k); ++t) LD[m->lcol[t]] = L[t] * f;
+    }
+}
+
+static int factor_mass(const mbk_matter *m, const mbk_state *s, const mt_dws *ws, double inv_scale, double *D,
+                       double *L, double *LD)
 {
     int rc = mt_realize_abi(m, s); /* already there after Acceleration */
     if (rc < 0) return rc;
@@ -882,6 +893,7 @@ static int factor_mass(const mbk_matter *m, const mbk_state *s, const mt_dws *ws
         const mt_node *nd = &m->nodes[b];
         if (nd->nu > 1) {
             factor_block(m, nd, &abi.P[b], H, pos[b].X_GB.p, ws, D, L);
+            factor_columns(m, nd->u0, nd->nu, D, L, inv_scale, LD);
             continue;
         }
         if (nd->nu == 0) continue;
@@ -890,7 +902,11 @@ static int factor_mass(const mbk_matter *m, const mbk_state *s, const mt_dws *ws
         const mbk_vec3 p_P = nd->parent > 0 ? pos[nd->parent].X_GB.p : mbk_vec3_zero();
         const mbk_spatial_vec g = mbk_spatial_shift_force(abi.G[k], mbk_vec3_neg(p_P));
         D[k] = 1.0 / abi.Dinv[nd->d0];
-        for (int t = t0; t < t1; ++t) L[t] = mbk_spatial_vec_dot(g, ws->ucol[m->lanc[t]].T);
+        const double f = D[k] * inv_scale;
+        for (int t = t0; t < t1; ++t) {
+            L[t] = mbk_spatial_vec_dot(g, ws->ucol[m->lanc[t]].T);
+            LD[m->lcol[t]] = L[t] * f;
+        }
     }
     return MBK_OK;
 }
@@ -914,12 +930,10 @@ int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double
         return MBK_OK;
     }
     double *Y, *D = dws_factor(m, s, &Y), *L = D + m->nu, *LD = L + m->nl;
-    int rc = factor_mass(m, s, &ws, D, L);
-    if (rc < 0) return rc;
-    /* L by columns, times D_k / scale: back substitution pulls the rows below each u
+    /* with L by columns, times D_k / scale: back substitution pulls the rows below each u
        already scaled by scale / D (y_k = z_k D_k / scale) */
-    const double inv_scale = 1.0 / scale;
-    for (int t = 0; t < m->nl; ++t) LD[t] = L[m->ldpos[t]] * D[m->ldrow[t]] * inv_scale;
+    int rc = factor_mass(m, s, &ws, 1.0 / scale, D, L, LD);
+    if (rc < 0) return rc;
     double *Dsc = D; /* D is read only through LD from here: keep scale / D in its place */
     for (int i = 0; i < m->nu; ++i) Dsc[i] = scale / D[i];
     /* [X1 X2] in one block in the work space when it fits, else the whole vectors of 8

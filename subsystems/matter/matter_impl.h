@@ -140,8 +140,9 @@ struct mbk_matter {
                               row of the sparse factor M = L^T D L starts */
     int nl;                /* entries of L (the sum over u of their depth in u) */
     int *lanc;             /* per entry of L: the u it multiplies (row k holds k's u above it) */
-    int *ldoff, *ldrow, *ldpos; /* L by columns: for each u i from ldoff[i] to ldoff[i + 1], the
-                              u below it (ldrow) and where their entry for i sits in L (ldpos) */
+    int *ldoff, *ldrow;    /* L by columns: for each u i from ldoff[i] to ldoff[i + 1], the u
+                              below it (ldrow) */
+    int *lcol;             /* per entry of L (by rows): where it sits by columns */
     bool ltdl;             /* factor M sparsely for the derivatives' M^-1 (nl small enough) */
     const mt_constraint_hooks *con_hooks; /* installed by the constraint code; NULL: none */
     void *con;             /* the constraint code's data (its ct_set), owned through con_hooks */
