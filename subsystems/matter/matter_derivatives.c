@@ -39,6 +39,7 @@ typedef struct mt_dhdr {
 } mt_dhdr;
 
 static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
+static size_t round8(size_t n) { return (n + 7) & ~(size_t)7; }
 
 /* Columns of the right-hand side that M^-1 takes at once (mt_deriv_solve), at most: the
    work space holds a block of every row, rows up to SOLVE_W doubles apart. */
@@ -56,7 +57,8 @@ static size_t dws_layout(const mbk_matter *m, size_t off[10], int *vlen)
     size_t nb = (size_t)m->nb, nu = (size_t)m->nu + 1, nq = (size_t)m->nqmax + 1;
     *vlen = m->nqmax + m->nu + 1;
     const size_t scratch = round64(2 * nb * sizeof(mbk_spatial_vec)) + MT_DWS_NVEC * (size_t)*vlen * sizeof(double);
-    const size_t columns = round64(MT_QS * nq * sizeof(double)) + MT_US * nu * sizeof(double);
+    const size_t columns = round64(MT_QS * round8((size_t)m->nqmax) * sizeof(double)) +
+                           MT_US * round8((size_t)m->nu) * sizeof(double);
     const size_t sizes[9] = {sizeof(mt_dhdr), nb * sizeof(mt_dbody), nq * sizeof(mt_dcol), nu * sizeof(mt_ducol),
                              nu * sizeof(mt_drow), ((size_t)m->nds + 1) * sizeof(mbk_spatial_vec),
                              scratch > columns ? scratch : columns,
@@ -103,18 +105,28 @@ mt_dws mt_dws_of(const mbk_matter *m, const mbk_state *s)
     w.ucol = (mt_ducol *)(b + off[3]);
     w.row = (mt_drow *)(b + off[4]);
     w.dS = (mbk_spatial_vec *)(b + off[5]);
-    w.qstride = (size_t)m->nqmax + 1;
-    w.ustride = (size_t)m->nu + 1;
+
     /* the shared region: sp and vec, or qs and us */
     w.sp = (mbk_spatial_vec *)(b + off[6]);
     w.vec = (double *)(b + off[6] + round64(2 * (size_t)m->nb * sizeof(mbk_spatial_vec)));
     w.qs = (double *)(b + off[6]);
-    w.us = (double *)(b + off[6] + round64(MT_QS * w.qstride * sizeof(double)));
+    w.us = (double *)(b + off[6] + round64(MT_QS * round8((size_t)m->nqmax) * sizeof(double)));
     const mt_dhdr *h = (const mt_dhdr *)b;
     w.numeric = h->numeric;
     w.with_velocity = h->with_velocity != 0;
     return w;
 }
+
+#if defined(__GNUC__)
+/* Eight doubles as one vector (GCC's and Clang's vector extension: one 512-bit register
+   where the target has them, narrower ones otherwise), for the sweep's rows and the
+   solve: compilers keep a few of these in registers where they would not keep as many
+   scalars. mvec8: a lane mask of the same size (all bits or none). */
+typedef double dvec8 __attribute__((vector_size(64)));
+typedef long long mvec8 __attribute__((vector_size(64)));
+#else
+typedef double dvec8; /* without the extension: one double, one column at a time */
+#endif
 
 /* ---- small spatial helpers ------------------------------------------------ */
 
@@ -434,55 +446,109 @@ static inline void add_up(const mbk_matter *m, const mt_dws *ws, int a, mbk_spat
     }
 }
 
-/* Spread a spatial vector over six component arrays at column c. */
-static inline void put_soa(double *base, size_t stride, int c, mbk_spatial_vec v)
+/* Component k of column c where columns come in groups of eight of nc components of
+   eight lanes each. */
+static inline double *col_at(double *X, int nc, int c, int k)
 {
-    base[c] = v.w.x; base[stride + c] = v.w.y; base[2 * stride + c] = v.w.z;
-    base[3 * stride + c] = v.v.x; base[4 * stride + c] = v.v.y; base[5 * stride + c] = v.v.z;
+    return X + (size_t)(c / 8) * (size_t)(8 * nc) + (size_t)(8 * k + c % 8);
 }
 
-/* row[c] += sum_k a[k] X_k[c] for c in [c0, c1): a 6- or 9-term combination of
-   component arrays (X_k = X + k stride), vectorized over the columns. */
-static inline void row_comb6(double *restrict row, const double *X, size_t stride, const double a[6], int c0, int c1)
+/* A spatial vector into components k0 .. k0 + 5 of column c. */
+static inline void put_soa(double *X, int nc, int c, int k0, mbk_spatial_vec v)
 {
-    const double *x0 = X, *x1 = X + stride, *x2 = X + 2 * stride, *x3 = X + 3 * stride, *x4 = X + 4 * stride,
-                 *x5 = X + 5 * stride;
-    for (int c = c0; c < c1; ++c)
-        row[c] += a[0] * x0[c] + a[1] * x1[c] + a[2] * x2[c] + a[3] * x3[c] + a[4] * x4[c] + a[5] * x5[c];
+    double *p = col_at(X, nc, c, k0);
+    p[0] = v.w.x; p[8] = v.w.y; p[16] = v.w.z; p[24] = v.v.x; p[32] = v.v.y; p[40] = v.v.z;
 }
 
-static inline void row_comb9(double *restrict row, const double *X, size_t stride, const double a[9], int c0, int c1)
+/* row[c] += sum_k a[k] X_k[c] for c in [c0, c1), X_k component k of column c (X at the
+   first component, groups of eight columns gs doubles apart), summed from k = 0 up for
+   every column. With the vector extension a range of more than two columns goes eight
+   columns at a time from a multiple of 8 (the columns of a group outside [c0, c1)
+   masked to zero), into a row of n columns (its last group one by one); others column by
+   column. as: the coefficients, a: the same in every lane. */
+#if defined(__GNUC__)
+#define ROW_COMB_VEC(NT)                                                                            \
+    const dvec8 lane = {0, 1, 2, 3, 4, 5, 6, 7};                                                    \
+    for (int v = c0 & ~7; v < c1; v += 8) {                                                         \
+        const double *p = X + (size_t)(v / 8) * gs;                                                 \
+        dvec8 x, t;                                                                                 \
+        memcpy(&t, p, sizeof t);                                                                    \
+        x = a[0] * t;                                                                               \
+        for (int k = 1; k < (NT); ++k) {                                                            \
+            memcpy(&t, p + 8 * k, sizeof t);                                                        \
+            x += a[k] * t;                                                                          \
+        }                                                                                           \
+        if (v < c0 || v + 8 > c1) {                                                                 \
+            const dvec8 col = lane + (double)v;                                                     \
+            x = (dvec8)((mvec8)x & ((col >= (double)c0) & (col < (double)c1)));                     \
+        }                                                                                           \
+        if (v + 8 <= n) {                                                                           \
+            memcpy(&t, row + v, sizeof t);                                                          \
+            t += x;                                                                                 \
+            memcpy(row + v, &t, sizeof t);                                                          \
+            continue;                                                                               \
+        }                                                                                           \
+        double e[8];                                                                                \
+        memcpy(e, &x, sizeof e);                                                                    \
+        for (int l = 0; v + l < n; ++l) row[v + l] += e[l];                                         \
+    }
+#else
+#define ROW_COMB_VEC(NT) (void)a, (void)n;
+#endif
+#define ROW_COMB(NT)                                                                                \
+    static inline void row_comb##NT(double *restrict row, int n, const double *X, size_t gs,        \
+                                    const double as[NT], const dvec8 a[NT], int c0, int c1)         \
+    {                                                                                               \
+        if (c1 - c0 <= 2 || sizeof(dvec8) == sizeof(double)) {                                     \
+            for (int c = c0; c < c1; ++c) {                                                         \
+                const double *p = X + (size_t)(c / 8) * gs + (size_t)(c % 8);                       \
+                double x = as[0] * p[0];                                                            \
+                for (int k = 1; k < (NT); ++k) x += as[k] * p[8 * k];                               \
+                row[c] += x;                                                                        \
+            }                                                                                       \
+            return;                                                                                 \
+        }                                                                                           \
+        ROW_COMB_VEC(NT)                                                                            \
+    }
+ROW_COMB(6)
+ROW_COMB(9)
+#undef ROW_COMB
+#undef ROW_COMB_VEC
+
+/* A row's coefficients for row_comb: sc v, as scalars and as vectors of equal lanes. */
+static inline void coef_of(double *as, dvec8 *a, mbk_spatial_vec v, double sc)
 {
-    const double *x0 = X, *x1 = X + stride, *x2 = X + 2 * stride, *x3 = X + 3 * stride, *x4 = X + 4 * stride,
-                 *x5 = X + 5 * stride, *x6 = X + 6 * stride, *x7 = X + 7 * stride, *x8 = X + 8 * stride;
-    for (int c = c0; c < c1; ++c)
-        row[c] += a[0] * x0[c] + a[1] * x1[c] + a[2] * x2[c] + a[3] * x3[c] + a[4] * x4[c] + a[5] * x5[c] +
-                  a[6] * x6[c] + a[7] * x7[c] + a[8] * x8[c];
+    as[0] = sc * v.w.x; as[1] = sc * v.w.y; as[2] = sc * v.w.z;
+    as[3] = sc * v.v.x; as[4] = sc * v.v.y; as[5] = sc * v.v.z;
+    for (int k = 0; k < 6; ++k) a[k] = as[k] + (dvec8){0};
 }
 
-static inline void sv_to(double a[6], mbk_spatial_vec v, double sc)
+/* The columns of q (qs) or u (us) of a body's own joint (q, with self) and its
+   descendants, added into row (n columns) as S . g: one contiguous range when the
+   subtree is, else body by body. */
+static void row_descendants(const mbk_matter *m, const int *lay, int i, bool self, double *row, int n,
+                            const double *g, size_t gs, const double *as, const dvec8 *a, bool q)
 {
-    a[0] = sc * v.w.x; a[1] = sc * v.w.y; a[2] = sc * v.w.z; a[3] = sc * v.v.x; a[4] = sc * v.v.y; a[5] = sc * v.v.z;
-}
-
-/* The columns of q (qc, MT_QS arrays) or u (MT_US) of a body's descendants, added
-   into row as S . g: one contiguous range when the subtree is, else body by body. */
-static void row_descendants(const mbk_matter *m, const int *lay, int i, double *row, const double *g, size_t stride,
-                            const double a[6], bool q)
-{
-    const int last = i + m->size[i] - 1;
-    if (last == i) return;
+    const int last = i + m->size[i] - 1, from = self ? i : i + 1;
+    if (from > last) return;
     if (m->contig[i]) {
-        int c0 = q ? lay[2 * (i + 1)] : m->bodies[i + 1].u0;
+        int c0 = q ? lay[2 * from] : m->bodies[from].u0;
         int c1 = q ? lay[2 * last] + lay[2 * last + 1] : m->bodies[last].u0 + m->bodies[last].nu;
-        row_comb6(row, g, stride, a, c0, c1);
+        row_comb6(row, n, g, gs, as, a, c0, c1);
         return;
     }
-    for (int at = m->pre[i] + 1; at < m->pre[i] + m->size[i]; ++at) {
+    for (int at = m->pre[i] + (self ? 0 : 1); at < m->pre[i] + m->size[i]; ++at) {
         const int j = m->order[at];
         const int c0 = q ? lay[2 * j] : m->bodies[j].u0, c1 = c0 + (q ? lay[2 * j + 1] : m->bodies[j].nu);
-        row_comb6(row, g, stride, a, c0, c1);
+        row_comb6(row, n, g, gs, as, a, c0, c1);
     }
+}
+
+/* The last group of eight columns zeroed, before its columns are written: the lanes
+   after the n-th column stay zero (the sweep reads them, masked). */
+static void pad_columns(double *X, int nc, int n)
+{
+    if (n % 8) memset(col_at(X, nc, n / 8 * 8, 0), 0, (size_t)(8 * nc) * sizeof *X);
 }
 
 void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, double *dr_dq, int ldq, double *dr_du,
@@ -492,15 +558,17 @@ void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, doubl
     const int *lay = qlayout(m, s);
     mt_dbody *db = ws.body;
     const bool phi = dws_header(m, s)->has_phi != 0, vel = ws.with_velocity;
-    const size_t qst = ws.qstride, ust = ws.ustride;
-    double *qa = ws.qs, *qw = qa + 6 * qst, *qg = qa + 9 * qst, *qT = qa + 15 * qst;
-    double *ua = ws.us, *uw = ua + 6 * ust, *ug = ua + 9 * ust;
+    const int nq = mbk_state_get_subsystem_nq(s, m->sub), nu = m->nu;
+    const size_t qgs = 8 * MT_QS, ugs = 8 * MT_US; /* doubles from one group of columns to the next */
+    double *qs = ws.qs, *us = ws.us;
     if (phi) /* subtree sums of the fixed forces */
         for (int i = m->nb - 1; i >= 1; --i) {
             int p = m->bodies[i].parent;
             if (p > 0) db[p].Phi = mbk_spatial_vec_add(db[p].Phi, db[i].Phi);
         }
     /* the columns: alpha, w (angular part), g = T x* F_j + Yc_j alpha + Bc_j w, and T */
+    pad_columns(qs, MT_QS, nq);
+    pad_columns(us, MT_US, nu);
     for (int j = 1; j < m->nb; ++j) {
         const mt_body *bj = &m->bodies[j];
         const mt_dbody *dj = &db[j];
@@ -509,60 +577,59 @@ void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, doubl
             const mt_dcol *c = &ws.qcol[col];
             mbk_spatial_vec g = mbk_spatial_vec_add(mbk_spatial_cross_force(c->T, dj->F), mt_composite_mul(&dj->Yc, &c->alpha));
             if (vel) g = mbk_spatial_vec_add(g, Bc_mul(dj, c->w));
-            put_soa(qa, qst, col, c->alpha);
-            qw[col] = c->w.w.x; qw[qst + col] = c->w.w.y; qw[2 * qst + col] = c->w.w.z;
-            put_soa(qg, qst, col, g);
-            if (phi) put_soa(qT, qst, col, c->T);
+            put_soa(qs, MT_QS, col, 0, c->alpha);
+            double *w = col_at(qs, MT_QS, col, 6);
+            w[0] = c->w.w.x; w[8] = c->w.w.y; w[16] = c->w.w.z;
+            put_soa(qs, MT_QS, col, 9, g);
+            if (phi) put_soa(qs, MT_QS, col, 15, c->T);
         }
         for (int l = 0; dr_du && vel && l < bj->nu; ++l) {
             const int col = bj->u0 + l;
             const mt_ducol *c = &ws.ucol[col];
-            put_soa(ua, ust, col, c->alpha);
-            uw[col] = c->T.w.x; uw[ust + col] = c->T.w.y; uw[2 * ust + col] = c->T.w.z;
-            put_soa(ug, ust, col, mbk_spatial_vec_add(mt_composite_mul(&dj->Yc, &c->alpha), Bc_mul(dj, c->T)));
+            put_soa(us, MT_US, col, 0, c->alpha);
+            double *w = col_at(us, MT_US, col, 6);
+            w[0] = c->T.w.x; w[8] = c->T.w.y; w[16] = c->T.w.z;
+            put_soa(us, MT_US, col, 9, mbk_spatial_vec_add(mt_composite_mul(&dj->Yc, &c->alpha), Bc_mul(dj, c->T)));
         }
     }
     /* row by row: a row of body i takes (Yc S)_r . alpha + (Bc^T S)_r . w from the columns
-       of the joints above it, S_r . g from those below, and its own joint's columns */
+       of the joints above it, S_r . g from those below and its own joint's q (with dS^T
+       F_net), and (Yc S)_r . alpha + (Bc^T S)_r . w from its own joint's u */
     for (int i = 1; i < m->nb; ++i) {
         const mt_body *bi = &m->bodies[i];
         const mt_dbody *di = &db[i];
         const mbk_spatial_vec Fnet = mbk_spatial_vec_sub(di->F, di->Phi);
         for (int r = bi->u0; r < bi->u0 + bi->nu; ++r) {
             const mbk_spatial_vec S = ws.ucol[r].T;
-            double a9[9], sg[6];
-            sv_to(a9, ws.row[r].YcS, scale);
-            a9[6] = vel ? scale * ws.row[r].BtS.x : 0.0;
-            a9[7] = vel ? scale * ws.row[r].BtS.y : 0.0;
-            a9[8] = vel ? scale * ws.row[r].BtS.z : 0.0;
-            sv_to(sg, S, scale);
+            double a9s[9], sgs[6], psis[6];
+            dvec8 a9[9], sg[6], psi[6];
+            coef_of(a9s, a9, ws.row[r].YcS, scale);
+            a9s[6] = vel ? scale * ws.row[r].BtS.x : 0.0;
+            a9s[7] = vel ? scale * ws.row[r].BtS.y : 0.0;
+            a9s[8] = vel ? scale * ws.row[r].BtS.z : 0.0;
+            for (int k = 6; k < 9; ++k) a9[k] = a9s[k] + (dvec8){0};
+            coef_of(sgs, sg, S, scale);
             if (dr_dq) {
                 double *row = dr_dq + (size_t)r * (size_t)ldq;
-                double psi[6] = {0, 0, 0, 0, 0, 0};
-                if (phi) sv_to(psi, mbk_spatial_cross_force(S, di->Phi), -scale);
+                if (phi) coef_of(psis, psi, mbk_spatial_cross_force(S, di->Phi), -scale);
                 for (int a = bi->parent; a > 0;) { /* ancestors, a run at a time */
                     const int r0 = m->bodies[a].run0, c0 = lay[2 * r0], c1 = lay[2 * a] + lay[2 * a + 1];
-                    row_comb9(row, qa, qst, a9, c0, c1);
-                    if (phi) row_comb6(row, qT, qst, psi, c0, c1);
+                    row_comb9(row, nq, qs, qgs, a9s, a9, c0, c1);
+                    if (phi) row_comb6(row, nq, qs + 8 * 15, qgs, psis, psi, c0, c1);
                     a = m->bodies[r0].parent;
                 }
-                for (int k = 0; k < lay[2 * i + 1]; ++k) { /* its own joint */
-                    const int col = lay[2 * i] + k;
-                    double x = 0.0;
-                    for (int t = 0; t < 6; ++t) x += sg[t] * qg[(size_t)t * qst + (size_t)col];
-                    if (!bi->pin) x += scale * mbk_spatial_vec_dot(ws.dS[bi->ds0 + k * bi->nu + (r - bi->u0)], Fnet);
-                    row[col] += x;
-                }
-                row_descendants(m, lay, i, row, qg, qst, sg, true);
+                row_descendants(m, lay, i, true, row, nq, qs + 8 * 9, qgs, sgs, sg, true);
+                for (int k = 0; !bi->pin && k < lay[2 * i + 1]; ++k) /* its own dS against the net force */
+                    row[lay[2 * i] + k] += scale * mbk_spatial_vec_dot(ws.dS[bi->ds0 + k * bi->nu + (r - bi->u0)], Fnet);
             }
             if (dr_du && vel) {
                 double *row = dr_du + (size_t)r * (size_t)ldu;
                 for (int a = i; a > 0;) { /* itself and the ancestors */
                     const int r0 = m->bodies[a].run0, c0 = m->bodies[r0].u0, c1 = m->bodies[a].u0 + m->bodies[a].nu;
-                    row_comb9(row, ua, ust, a9, c0, c1);
+                    row_comb9(row, nu, us, ugs, a9s, a9, c0, c1);
                     a = m->bodies[r0].parent;
                 }
-                row_descendants(m, lay, i, row, ug, ust, sg, false);
+                row_descendants(m, lay, i, false, row, nu, us + 8 * 9, ugs, sgs, sg, false);
             }
         }
     }
@@ -683,13 +750,9 @@ int mbk_matter_calc_qdot_derivatives(const mbk_matter *m, const mbk_state *s, do
    computed the same way whichever block holds it, so the blocking does not change the
    bits. */
 #if defined(__GNUC__)
-/* Eight doubles as one vector (GCC's and Clang's vector extension: one 512-bit register
-   where the target has them, narrower ones otherwise): compilers keep a row's NV
-   vectors in registers where they would not keep its NV * 8 scalars. */
-typedef double solve_v8 __attribute__((vector_size(64)));
 #define SOLVE_ROW(NV, yi, lo, hi, coef, rows, sc)                                                   \
     do {                                                                                            \
-        solve_v8 e_[NV], o_[NV];                                                                    \
+        dvec8 e_[NV], o_[NV];                                                                    \
         for (int j_ = 0; j_ < (NV); ++j_) {                                                         \
             memcpy(&e_[j_], (yi) + 8 * j_, sizeof e_[j_]);                                          \
             o_[j_] = e_[j_] - e_[j_]; /* zero (finite x), or NaN as (x - f y) would be */            \
@@ -699,7 +762,7 @@ typedef double solve_v8 __attribute__((vector_size(64)));
             const double f0_ = -(coef)[t_], f1_ = -(coef)[t_ - 1];                                  \
             const double *y0_ = Y + (size_t)(rows)[t_] * ld, *y1_ = Y + (size_t)(rows)[t_ - 1] * ld; \
             for (int j_ = 0; j_ < (NV); ++j_) {                                                     \
-                solve_v8 x0_, x1_;                                                                  \
+                dvec8 x0_, x1_;                                                                  \
                 memcpy(&x0_, y0_ + 8 * j_, sizeof x0_);                                             \
                 memcpy(&x1_, y1_ + 8 * j_, sizeof x1_);                                             \
                 e_[j_] += f0_ * x0_;                                                                \
@@ -709,13 +772,13 @@ typedef double solve_v8 __attribute__((vector_size(64)));
         if (t_ == (lo)) {                                                                           \
             const double f0_ = -(coef)[t_], *y0_ = Y + (size_t)(rows)[t_] * ld;                     \
             for (int j_ = 0; j_ < (NV); ++j_) {                                                     \
-                solve_v8 x0_;                                                                       \
+                dvec8 x0_;                                                                       \
                 memcpy(&x0_, y0_ + 8 * j_, sizeof x0_);                                             \
                 e_[j_] += f0_ * x0_;                                                                \
             }                                                                                       \
         }                                                                                           \
         for (int j_ = 0; j_ < (NV); ++j_) {                                                         \
-            solve_v8 r_ = (sc) * (e_[j_] + o_[j_]);                                                 \
+            dvec8 r_ = (sc) * (e_[j_] + o_[j_]);                                                 \
             memcpy((yi) + 8 * j_, &r_, sizeof r_);                                                  \
         }                                                                                           \
     } while (0)
@@ -774,7 +837,7 @@ static inline void copy_row(double *restrict dst, const double *restrict src, in
     int k = 0;
 #if defined(__GNUC__)
     for (; k + 8 <= n; k += 8) {
-        solve_v8 t;
+        dvec8 t;
         memcpy(&t, src + k, sizeof t);
         memcpy(dst + k, &t, sizeof t);
     }

@@ -192,8 +192,9 @@ typedef struct mt_drow {
 /* The scratch vectors of the derivative work space, by use. */
 enum { MT_V_Q0, MT_V_U0, MT_V_VAL, MT_V_ACC, MT_V_UFREE, MT_V_TAU, MT_V_TAU2, MT_DWS_NVEC };
 
-/* The sweep's column arrays: per q column alpha (6), w's angular part (3), g (6),
-   T (6); per u column alpha (6), S's angular part (3), g (6). */
+/* The sweep's column arrays, by components in groups of eight columns: per q column
+   alpha (6), w's angular part (3), g (6), T (6); per u column alpha (6), S's angular
+   part (3), g (6). */
 enum { MT_QS = 21, MT_US = 15 };
 
 /* Views of the derivative work space (C_SCRATCH_MAT). */
@@ -204,10 +205,10 @@ typedef struct mt_dws {
     mt_drow *row;          /* nu */
     mbk_spatial_vec *dS;   /* nds: body b's dS/dq_k column j at bodies[b].ds0 + k nu + j */
     mbk_spatial_vec *sp;   /* 2 nb spatial vectors of scratch */
-    double *qs, *us;       /* the sweep's columns by components: MT_QS arrays of nqmax + 1,
-                              MT_US of nu + 1 (see mt_deriv_sweep); they share memory with
-                              sp and vec, so those hold nothing across a sweep */
-    size_t qstride, ustride;
+    double *qs, *us;       /* the sweep's columns: per group of eight q (u) columns, MT_QS
+                              (MT_US) components of eight lanes (see mt_deriv_sweep); they
+                              share memory with sp and vec, so those hold nothing across a
+                              sweep */
     double *vec;           /* MT_DWS_NVEC vectors of vlen doubles for callers */
     int vlen;
     int numeric;           /* bodies whose mobilizer was differentiated numerically */
