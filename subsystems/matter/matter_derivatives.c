@@ -25,6 +25,7 @@
  * w = S_jl and alpha = v_p x S_jl + dc/du_l - S_jl x v_j. Each column costs a
  * dot product per row of j's subtree and ancestors: O(n depth) in all. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "mbk/derivatives.h"
@@ -974,6 +975,78 @@ static int factor_mass(const mbk_matter *m, const mbk_state *s, const mt_dws *ws
     return MBK_OK;
 }
 
+/* The sparse factor for the solve: L by rows, LD (L by columns, times D_k / scale: back
+   substitution pulls the rows below each u already scaled by scale / D, y_k = z_k D_k /
+   scale) and Dsc = scale / D, in the work space; *Y: the solve's block. */
+static int factor_for_solve(const mbk_matter *m, const mbk_state *s, const mt_dws *ws, double scale, double **L,
+                            double **LD, double **Dsc, double **Y)
+{
+    double *D = dws_factor(m, s, Y);
+    *L = D + m->nu;
+    *LD = *L + m->nl;
+    int rc = factor_mass(m, s, ws, 1.0 / scale, D, *L, *LD);
+    if (rc < 0) return rc;
+    for (int i = 0; i < m->nu; ++i) D[i] = scale / D[i]; /* D is read only through LD from here */
+    *Dsc = D;
+    return MBK_OK;
+}
+
+double *mt_deriv_block(const mbk_matter *m, const mbk_state *s, int n, int *ld)
+{
+    if (!m->ltdl || n > SOLVE_W || n <= 0) return NULL;
+    double *Y;
+    dws_factor(m, s, &Y);
+    *ld = (n + 7) / 8 * 8;
+    memset(Y, 0, (size_t)m->nu * (size_t)*ld * sizeof *Y);
+    return Y;
+}
+
+/* dst[0, n) = src[0, n), and whether they are all finite (an exponent of all ones is NaN
+   or infinity): eight at a time, then one by one. */
+static inline bool copy_finite(double *restrict dst, const double *restrict src, int n)
+{
+    const uint64_t ex = UINT64_C(0x7ff0000000000000);
+    uint64_t bad = 0;
+    int k = 0;
+#if defined(__GNUC__)
+    const mvec8 exv = (mvec8){0} + (long long)ex;
+    mvec8 b = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (; k + 8 <= n; k += 8) {
+        mvec8 t;
+        memcpy(&t, src + k, sizeof t);
+        memcpy(dst + k, &t, sizeof t);
+        b |= (t & exv) == exv;
+    }
+    for (int l = 0; l < 8; ++l) bad |= (uint64_t)b[l];
+#endif
+    for (; k < n; ++k) {
+        uint64_t t;
+        memcpy(&t, src + k, sizeof t);
+        memcpy(dst + k, &t, sizeof t);
+        bad |= (uint64_t)((t & ex) == ex);
+    }
+    return bad == 0;
+}
+
+int mt_deriv_solve_block(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1,
+                         double *X2, int ld2, int n2, bool *finite)
+{
+    mt_dws ws = mt_dws_of(m, s);
+    double *L, *LD, *Dsc, *Y;
+    int rc = factor_for_solve(m, s, &ws, scale, &L, &LD, &Dsc, &Y);
+    if (rc < 0) return rc;
+    const int W = (n1 + n2 + 7) / 8 * 8;
+    BLOCK_SOLVE[W / 8](m, Y, (size_t)W, LD, Dsc, L);
+    bool ok = true;
+    for (int i = 0; i < m->nu; ++i) {
+        const double *y = Y + (size_t)i * (size_t)W;
+        ok &= copy_finite(X1 + (size_t)i * (size_t)ld1, y, n1);
+        ok &= copy_finite(X2 + (size_t)i * (size_t)ld2, y + n1, n2);
+    }
+    *finite = ok;
+    return MBK_OK;
+}
+
 int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1, double *X2,
                    int ld2, int n2)
 {
@@ -992,13 +1065,9 @@ int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double
         }
         return MBK_OK;
     }
-    double *Y, *D = dws_factor(m, s, &Y), *L = D + m->nu, *LD = L + m->nl;
-    /* with L by columns, times D_k / scale: back substitution pulls the rows below each u
-       already scaled by scale / D (y_k = z_k D_k / scale) */
-    int rc = factor_mass(m, s, &ws, 1.0 / scale, D, L, LD);
+    double *L, *LD, *Dsc, *Y;
+    int rc = factor_for_solve(m, s, &ws, scale, &L, &LD, &Dsc, &Y);
     if (rc < 0) return rc;
-    double *Dsc = D; /* D is read only through LD from here: keep scale / D in its place */
-    for (int i = 0; i < m->nu; ++i) Dsc[i] = scale / D[i];
     /* [X1 X2] in one block in the work space when it fits, else the whole vectors of 8
        columns of each where they are and the columns left over in the work space */
     double zero = 0.0;

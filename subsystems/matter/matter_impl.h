@@ -252,6 +252,15 @@ void mt_deriv_add_pair(const mbk_matter *m, const mbk_state *s, const mt_pair_ja
    articulated-body solve column by column). 0 or a negative status. */
 int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1, double *X2,
                     int ld2, int n2);
+/* The work space's block for mt_deriv_solve_block: nu rows of n columns, *ld apart,
+   zeroed; NULL when the factor is not kept (deep trees) or n is more than the block
+   takes (then use mt_deriv_solve). */
+double *mt_deriv_block(const mbk_matter *m, const mbk_state *s, int n, int *ld);
+/* After setup, with the right-hand side in the block (its first n1 columns, then n2):
+   X1 <- scale M^-1 (the first n1 columns), X2 <- the next n2, and *finite whether every
+   entry is. 0 or a negative status. */
+int mt_deriv_solve_block(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1,
+                         double *X2, int ld2, int n2, bool *finite);
 /* Byte size of the derivative work space. */
 size_t mt_dws_bytes(const mbk_matter *m);
 
