@@ -154,8 +154,21 @@ static inline mbk_spatial_vec mat6_mul(const double M[6][6], mbk_spatial_vec x)
     return mbk_spatial_vec_make(mbk_vec3_make(r[0], r[1], r[2]), mbk_vec3_make(r[3], r[4], r[5]));
 }
 
-/* Whether v is exactly zero (columns that need no work). */
-static inline bool vec3_zero(mbk_vec3 v) { return v.x == 0.0 && v.y == 0.0 && v.z == 0.0; }
+/* Whether the n doubles at a are all zero (either sign), without a branch per value:
+   columns that need no work. */
+static inline bool all_zero(const double *a, int n)
+{
+    uint64_t bits = 0;
+    for (int k = 0; k < n; ++k) {
+        uint64_t t;
+        memcpy(&t, a + k, sizeof t);
+        bits |= t << 1;
+    }
+    return bits == 0;
+}
+
+static inline bool vec3_zero(mbk_vec3 v) { return all_zero(&v.x, 3); }
+static inline bool spatial_zero(const mbk_spatial_vec *v) { return all_zero(&v->w.x, 6); }
 
 /* The axis of the rotation dR R^T (its skew part; exact for a rotation's derivative). */
 static inline mbk_vec3 vee_dR(const mbk_mat33 *dR, const mbk_mat33 *R)
@@ -254,10 +267,12 @@ static int joint_columns(const mbk_matter *m, const mbk_state *s, int i, const m
         col->T = from_F(R, pF, mbk_spatial_vec_make(om, mbk_vec3_sub(d.dp[k], mbk_vec3_cross(om, p))));
         mbk_vec3 dwFM = mbk_vec3_zero(), dvFM = mbk_vec3_zero();
         mbk_spatial_vec dv = mbk_spatial_vec_zero(), dsud = mbk_spatial_vec_zero();
-        const bool moves = !vec3_zero(d.dp[k]);
+        /* dS = 0 where H does not change with q_k and M's origin does not move (or the
+           column does not turn) */
+        const bool moves = !vec3_zero(d.dp[k]), dh = !all_zero(&d.dH[k][0].w.x, 6 * nu);
         for (int l = 0; l < nu; ++l) {
             const mbk_spatial_vec *g = &d.dH[k][l];
-            if (vec3_zero(g->w) && vec3_zero(g->v) && (!moves || vec3_zero(H[l].w))) { /* dS = 0 */
+            if (!(moves || dh) || (!(dh && !spatial_zero(g)) && (!moves || vec3_zero(H[l].w)))) {
                 dS[k * nu + l] = mbk_spatial_vec_zero();
                 continue;
             }
@@ -275,11 +290,13 @@ static int joint_columns(const mbk_matter *m, const mbk_state *s, int i, const m
             continue;
         }
         const mbk_spatial_vec *e = &d.dHdot_u_dq[k];
+        col->w = dv;
+        col->alpha = mbk_spatial_vec_add(dsud, mbk_spatial_cross_motion(v_p, dv));
+        if (spatial_zero(e) && !dh && (!moves || vec3_zero(hd.w))) continue; /* dc = 0 */
         mbk_spatial_vec dcF = mbk_spatial_vec_make(
             e->w, mbk_vec3_sub(mbk_vec3_sub(mbk_vec3_sub(e->v, mbk_vec3_cross(e->w, p)), mbk_vec3_cross(hd.w, d.dp[k])),
                                mbk_vec3_add(mbk_vec3_cross(dwFM, vFM), mbk_vec3_cross(wFM, dvFM))));
-        col->w = dv;
-        col->alpha = mbk_spatial_vec_add(mbk_spatial_vec_add(dsud, mbk_spatial_cross_motion(v_p, dv)), from_F(R, pF, dcF));
+        col->alpha = mbk_spatial_vec_add(col->alpha, from_F(R, pF, dcF));
     }
     if (!ws->with_velocity) return MBK_OK;
     for (int l = 0; l < nu; ++l) {
