@@ -42,9 +42,17 @@ typedef struct mt_dhdr {
 static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
 static size_t round8(size_t n) { return (n + 7) & ~(size_t)7; }
 
-/* Columns of the right-hand side that M^-1 takes at once (mt_deriv_solve), at most: the
-   work space holds a block of every row, rows up to SOLVE_W doubles apart. */
+/* Columns of the right-hand side that M^-1 takes at once (mt_deriv_solve), at most. */
 enum { SOLVE_W = 96 };
+
+/* The width of the work space's block of every row (a multiple of 8): all nqmax + nu
+   columns when they are at most SOLVE_W, else the 14 at most left over from whole groups
+   of eight (see mt_deriv_solve). */
+static int block_width(const mbk_matter *m)
+{
+    const int n = m->nqmax + m->nu;
+    return n <= SOLVE_W ? (n + 7) / 8 * 8 : 16;
+}
 /* Bytes of the right-hand side a row of the solve may draw on (in the first level of cache). */
 enum { SOLVE_L1 = 40960 };
 
@@ -64,7 +72,7 @@ static size_t dws_layout(const mbk_matter *m, size_t off[10], int *vlen)
                              nu * sizeof(mt_drow), ((size_t)m->nds + 1) * sizeof(mbk_spatial_vec),
                              scratch > columns ? scratch : columns,
                              m->ltdl ? (2 * (size_t)m->nl + nu) * sizeof(double) : 0,
-                             m->ltdl ? nu * SOLVE_W * sizeof(double) : 0};
+                             m->ltdl ? (size_t)m->nu * (size_t)block_width(m) * sizeof(double) : 0};
     size_t o = 0;
     for (int i = 0; i < 9; ++i) {
         off[i] = o;
@@ -82,7 +90,7 @@ size_t mt_dws_bytes(const mbk_matter *m)
 }
 
 /* The sparse factor's storage: D (nu), then L's rows, then L by columns; *block: the
-   solve's block of nu rows of SOLVE_W (64-byte aligned). */
+   solve's block of nu rows of block_width (64-byte aligned). */
 static double *dws_factor(const mbk_matter *m, const mbk_state *s, double **block)
 {
     size_t off[10];
@@ -1010,7 +1018,7 @@ static int factor_for_solve(const mbk_matter *m, const mbk_state *s, const mt_dw
 
 double *mt_deriv_block(const mbk_matter *m, const mbk_state *s, int n, int *ld)
 {
-    if (!m->ltdl || n > SOLVE_W || n <= 0) return NULL;
+    if (!m->ltdl || n > block_width(m) || n <= 0) return NULL;
     double *Y;
     dws_factor(m, s, &Y);
     *ld = (n + 7) / 8 * 8;
@@ -1090,7 +1098,7 @@ int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double
     double zero = 0.0;
     if (!X1) X1 = &zero, n1 = 0;
     if (!X2) X2 = &zero, n2 = 0;
-    const bool one = n1 + n2 <= SOLVE_W;
+    const bool one = n1 + n2 <= block_width(m);
     const int a1 = one ? 0 : n1 / 8 * 8, a2 = one ? 0 : n2 / 8 * 8, nv = (n1 - a1 + n2 - a2 + 7) / 8;
     if (!one) {
         /* a row pulls in the block's rows of every u above it: keep those in the first
