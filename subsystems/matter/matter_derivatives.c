@@ -126,7 +126,16 @@ mt_dws mt_dws_of(const mbk_matter *m, const mbk_state *s)
     return w;
 }
 
-#if defined(__GNUC__)
+/* GCC's and Clang's vector extension for the sweep's rows and the solve, unless built
+   with MBK_NO_VECTOR_EXTENSION (then plain loops: the same results, up to the sign of
+   zeros). */
+#if defined(__GNUC__) && !defined(MBK_NO_VECTOR_EXTENSION)
+#define MT_VEC8 1
+#else
+#define MT_VEC8 0
+#endif
+
+#if MT_VEC8
 /* Eight doubles as one vector (GCC's and Clang's vector extension: one 512-bit register
    where the target has them, narrower ones otherwise), for the sweep's rows and the
    solve: compilers keep a few of these in registers where they would not keep as many
@@ -492,7 +501,7 @@ static inline void put_soa(double *X, int nc, int c, int k0, mbk_spatial_vec v)
    columns at a time from a multiple of 8 (the columns of a group outside [c0, c1)
    masked to zero), into a row of n columns (its last group one by one); others column by
    column. as: the coefficients, a: the same in every lane. */
-#if defined(__GNUC__)
+#if MT_VEC8
 #define ROW_COMB_VEC(NT)                                                                            \
     const dvec8 lane = {0, 1, 2, 3, 4, 5, 6, 7};                                                    \
     for (int v = c0 & ~7; v < c1; v += 8) {                                                         \
@@ -541,12 +550,22 @@ ROW_COMB(9)
 #undef ROW_COMB
 #undef ROW_COMB_VEC
 
+/* x in every lane. */
+static inline dvec8 splat(double x)
+{
+#if MT_VEC8
+    return (dvec8){x, x, x, x, x, x, x, x};
+#else
+    return x;
+#endif
+}
+
 /* A row's coefficients for row_comb: sc v, as scalars and as vectors of equal lanes. */
 static inline void coef_of(double *as, dvec8 *a, mbk_spatial_vec v, double sc)
 {
     as[0] = sc * v.w.x; as[1] = sc * v.w.y; as[2] = sc * v.w.z;
     as[3] = sc * v.v.x; as[4] = sc * v.v.y; as[5] = sc * v.v.z;
-    for (int k = 0; k < 6; ++k) a[k] = as[k] + (dvec8){0};
+    for (int k = 0; k < 6; ++k) a[k] = splat(as[k]);
 }
 
 /* The columns of q (qs) or u (us) of a body's own joint (q, with self) and its
@@ -633,7 +652,7 @@ void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, doubl
             a9s[6] = vel ? scale * ws.row[r].BtS.x : 0.0;
             a9s[7] = vel ? scale * ws.row[r].BtS.y : 0.0;
             a9s[8] = vel ? scale * ws.row[r].BtS.z : 0.0;
-            for (int k = 6; k < 9; ++k) a9[k] = a9s[k] + (dvec8){0};
+            for (int k = 6; k < 9; ++k) a9[k] = splat(a9s[k]);
             coef_of(sgs, sg, S, scale);
             if (dr_dq) {
                 double *row = dr_dq + (size_t)r * (size_t)ldq;
@@ -775,7 +794,7 @@ int mbk_matter_calc_qdot_derivatives(const mbk_matter *m, const mbk_state *s, do
    last: the sweeps are a chain of rows, and this keeps the chain short. Every column is
    computed the same way whichever block holds it, so the blocking does not change the
    bits. */
-#if defined(__GNUC__)
+#if MT_VEC8
 #define SOLVE_ROW(NV, yi, lo, hi, coef, rows, sc)                                                   \
     do {                                                                                            \
         dvec8 e_[NV], o_[NV];                                                                    \
@@ -861,7 +880,7 @@ static const block_solve_fn BLOCK_SOLVE[SOLVE_W / 8 + 1] = {
 static inline void copy_row(double *restrict dst, const double *restrict src, int n)
 {
     int k = 0;
-#if defined(__GNUC__)
+#if MT_VEC8
     for (; k + 8 <= n; k += 8) {
         dvec8 t;
         memcpy(&t, src + k, sizeof t);
@@ -1033,7 +1052,7 @@ static inline bool copy_finite(double *restrict dst, const double *restrict src,
     const uint64_t ex = UINT64_C(0x7ff0000000000000);
     uint64_t bad = 0;
     int k = 0;
-#if defined(__GNUC__)
+#if MT_VEC8
     const mvec8 exv = (mvec8){0} + (long long)ex;
     mvec8 b = {0, 0, 0, 0, 0, 0, 0, 0};
     for (; k + 8 <= n; k += 8) {
