@@ -202,7 +202,10 @@ static inline mbk_vec3 vee_dR(const mbk_mat33 *dR, const mbk_mat33 *R)
 static void add_Bs(mt_sym3 *Bs, const mt_composite *Y, mbk_spatial_vec v)
 {
     const mbk_vec3 w = v.w, n = v.v, h = Y->h;
-    const mbk_mat33 M = mbk_mat33_mul(mbk_mat33_skew(w), mt_sym3_full(&Y->I));
+    const mt_sym3 *I = &Y->I;
+    const mbk_mat33 M = {{{w.y * I->xz - w.z * I->xy, w.y * I->yz - w.z * I->yy, w.y * I->zz - w.z * I->yz},
+                          {w.z * I->xx - w.x * I->xz, w.z * I->xy - w.x * I->yz, w.z * I->xz - w.x * I->zz},
+                          {w.x * I->xy - w.y * I->xx, w.x * I->yy - w.y * I->xy, w.x * I->yz - w.y * I->xz}}};
     const double hn = 2.0 * mbk_vec3_dot(h, n);
     Bs->xx += 2.0 * M.m[0][0] - 2.0 * h.x * n.x + hn;
     Bs->yy += 2.0 * M.m[1][1] - 2.0 * h.y * n.y + hn;
@@ -431,26 +434,24 @@ int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, 
         di->hc = h;
         if (with_velocity) add_Bs(&di->Bs, &Y, di->v);
     }
-    /* tip to base: subtree sums */
+    /* tip to base: a body's sums are complete when it is reached (its children come
+       after it), so its rows' Yc S and Bc^T S, then the sums into its parent's */
     for (int i = m->nb - 1; i >= 1; --i) {
-        int p = m->bodies[i].parent;
-        if (p <= 0) continue;
-        mt_dbody *dp = &db[p];
+        const mt_body *b = &m->bodies[i];
         const mt_dbody *di = &db[i];
+        for (int l = 0; l < b->nu; ++l) {
+            mt_drow *r = &ws.row[b->u0 + l];
+            const mbk_spatial_vec *S = &ws.ucol[b->u0 + l].T;
+            r->YcS = mt_composite_mul(&di->Yc, S);
+            r->BtS = with_velocity ? Bc_tmul(di, *S) : mbk_vec3_zero();
+        }
+        if (b->parent <= 0) continue;
+        mt_dbody *dp = &db[b->parent];
         dp->F = mbk_spatial_vec_add(dp->F, di->F);
         composite_add(&dp->Yc, &di->Yc);
         if (with_velocity) {
             sym3_add(&dp->Bs, &di->Bs);
             dp->hc = mbk_spatial_vec_add(dp->hc, di->hc);
-        }
-    }
-    for (int i = 1; i < m->nb; ++i) {
-        const mt_body *b = &m->bodies[i];
-        for (int l = 0; l < b->nu; ++l) {
-            mt_drow *r = &ws.row[b->u0 + l];
-            const mbk_spatial_vec *S = &ws.ucol[b->u0 + l].T;
-            r->YcS = mt_composite_mul(&db[i].Yc, S);
-            r->BtS = with_velocity ? Bc_tmul(&db[i], *S) : mbk_vec3_zero();
         }
     }
     mt_dhdr *hdr = dws_header(m, s);
@@ -800,7 +801,7 @@ int mbk_matter_calc_qdot_derivatives(const mbk_matter *m, const mbk_state *s, do
         dvec8 e_[NV], o_[NV];                                                                    \
         for (int j_ = 0; j_ < (NV); ++j_) {                                                         \
             memcpy(&e_[j_], (yi) + 8 * j_, sizeof e_[j_]);                                          \
-            o_[j_] = e_[j_] - e_[j_]; /* zero (finite x), or NaN as (x - f y) would be */            \
+            o_[j_] = splat(0.0);                                                                    \
         }                                                                                           \
         int t_ = (hi) - 1;                                                                          \
         for (; t_ > (lo); t_ -= 2) {                                                                \
@@ -831,7 +832,7 @@ int mbk_matter_calc_qdot_derivatives(const mbk_matter *m, const mbk_state *s, do
 #define SOLVE_ROW(NV, yi, lo, hi, coef, rows, sc)                                                   \
     do {                                                                                            \
         for (int k_ = 0; k_ < 8 * (NV); ++k_) {                                                     \
-            double e_ = (yi)[k_], o_ = e_ - e_;                                                     \
+            double e_ = (yi)[k_], o_ = 0.0;                                                         \
             int t_ = (hi) - 1;                                                                      \
             for (; t_ > (lo); t_ -= 2) {                                                            \
                 e_ += -(coef)[t_] * Y[(size_t)(rows)[t_] * ld + (size_t)k_];                        \
