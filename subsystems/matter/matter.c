@@ -330,7 +330,7 @@ static int derivative_topology(mbk_matter *m)
     if (!m->lanc) return MBK_ENOMEM;
     m->ldoff = m->lanc + m->nl;
     m->ldrow = m->ldoff + m->nu + 1;
-    m->ldpos = m->ldrow + m->nl;
+    m->lcol = m->ldrow + m->nl;
     memset(m->ldoff, 0, ((size_t)m->nu + 1) * sizeof(int));
     for (int k = 0; k < m->nu; ++k) {
         int p = m->loff[k];
@@ -345,7 +345,7 @@ static int derivative_topology(mbk_matter *m)
         for (int i = m->lam[k]; i >= 0; i = m->lam[i], ++p) {
             int t = m->ldoff[i]++;
             m->ldrow[t] = k;
-            m->ldpos[t] = p;
+            m->lcol[p] = t;
         }
     }
     for (int i = m->nu; i > 0; --i) m->ldoff[i] = m->ldoff[i - 1];

@@ -25,6 +25,7 @@
  * w = S_jl and alpha = v_p x S_jl + dc/du_l - S_jl x v_j. Each column costs a
  * dot product per row of j's subtree and ancestors: O(n depth) in all. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "mbk/derivatives.h"
@@ -39,52 +40,72 @@ typedef struct mt_dhdr {
 } mt_dhdr;
 
 static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
+static size_t round8(size_t n) { return (n + 7) & ~(size_t)7; }
+
+/* Columns of the right-hand side that M^-1 takes at once (mt_deriv_solve), at most. */
+enum { SOLVE_W = 96 };
+
+/* The width of the work space's block of every row (a multiple of 8): all nqmax + nu
+   columns when they are at most SOLVE_W, else the 14 at most left over from whole groups
+   of eight (see mt_deriv_solve). */
+static int block_width(const mbk_matter *m)
+{
+    const int n = m->nqmax + m->nu;
+    return n <= SOLVE_W ? (n + 7) / 8 * 8 : 16;
+}
+/* Bytes of the right-hand side a row of the solve may draw on (in the first level of cache). */
+enum { SOLVE_L1 = 40960 };
 
 /* Byte offsets of the sections (and the total): header, bodies, q columns, u
-   columns, rows, dS, a shared region, the sparse factor. The shared region holds
-   either the sweep's column arrays (qs, us: alive only inside mt_deriv_sweep) or the
-   scratch spatial vectors and vectors (sp, vec: used before the sweep by the numeric
-   pieces and after it by the solve), never both at once. */
-static size_t dws_layout(const mbk_matter *m, size_t off[9], int *vlen)
+   columns, rows, dS, a shared region, the sparse factor and the solve's block. The
+   shared region holds either the sweep's column arrays (qs, us: alive only inside
+   mt_deriv_sweep) or the scratch spatial vectors and vectors (sp, vec: used before
+   the sweep by the numeric pieces and after it by the solve), never both at once. */
+static size_t dws_layout(const mbk_matter *m, size_t off[10], int *vlen)
 {
     size_t nb = (size_t)m->nb, nu = (size_t)m->nu + 1, nq = (size_t)m->nqmax + 1;
     *vlen = m->nqmax + m->nu + 1;
     const size_t scratch = round64(2 * nb * sizeof(mbk_spatial_vec)) + MT_DWS_NVEC * (size_t)*vlen * sizeof(double);
-    const size_t columns = round64(MT_QS * nq * sizeof(double)) + MT_US * nu * sizeof(double);
-    const size_t sizes[8] = {sizeof(mt_dhdr), nb * sizeof(mt_dbody), nq * sizeof(mt_dcol), nu * sizeof(mt_ducol),
+    const size_t columns = round64(MT_QS * round8((size_t)m->nqmax) * sizeof(double)) +
+                           MT_US * round8((size_t)m->nu) * sizeof(double);
+    const size_t sizes[9] = {sizeof(mt_dhdr), nb * sizeof(mt_dbody), nq * sizeof(mt_dcol), nu * sizeof(mt_ducol),
                              nu * sizeof(mt_drow), ((size_t)m->nds + 1) * sizeof(mbk_spatial_vec),
                              scratch > columns ? scratch : columns,
-                             m->ltdl ? (2 * (size_t)m->nl + nu) * sizeof(double) : 0};
+                             m->ltdl ? (2 * (size_t)m->nl + nu) * sizeof(double) : 0,
+                             m->ltdl ? (size_t)m->nu * (size_t)block_width(m) * sizeof(double) : 0};
     size_t o = 0;
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; i < 9; ++i) {
         off[i] = o;
         o += round64(sizes[i]);
     }
-    off[8] = o;
+    off[9] = o;
     return o;
 }
 
 size_t mt_dws_bytes(const mbk_matter *m)
 {
-    size_t off[9];
+    size_t off[10];
     int vlen;
     return dws_layout(m, off, &vlen);
 }
 
-/* The sparse factor's storage: D (nu), then L's rows, then L by columns. */
-static double *dws_factor(const mbk_matter *m, const mbk_state *s)
+/* The sparse factor's storage: D (nu), then L's rows, then L by columns; *block: the
+   solve's block of nu rows of block_width (64-byte aligned). */
+static double *dws_factor(const mbk_matter *m, const mbk_state *s, double **block)
 {
-    size_t off[9];
+    size_t off[10];
     int vlen;
     dws_layout(m, off, &vlen);
-    return (double *)((char *)mt_cache(m, s, C_SCRATCH_MAT) + off[7]);
+    char *b = mt_cache(m, s, C_SCRATCH_MAT);
+    *block = (double *)(b + off[8]);
+    return (double *)(b + off[7]);
 }
 
 static mt_dhdr *dws_header(const mbk_matter *m, const mbk_state *s) { return mt_cache(m, s, C_SCRATCH_MAT); }
 
 mt_dws mt_dws_of(const mbk_matter *m, const mbk_state *s)
 {
-    size_t off[9];
+    size_t off[10];
     mt_dws w;
     dws_layout(m, off, &w.vlen);
     char *b = mt_cache(m, s, C_SCRATCH_MAT);
@@ -93,18 +114,37 @@ mt_dws mt_dws_of(const mbk_matter *m, const mbk_state *s)
     w.ucol = (mt_ducol *)(b + off[3]);
     w.row = (mt_drow *)(b + off[4]);
     w.dS = (mbk_spatial_vec *)(b + off[5]);
-    w.qstride = (size_t)m->nqmax + 1;
-    w.ustride = (size_t)m->nu + 1;
+
     /* the shared region: sp and vec, or qs and us */
     w.sp = (mbk_spatial_vec *)(b + off[6]);
     w.vec = (double *)(b + off[6] + round64(2 * (size_t)m->nb * sizeof(mbk_spatial_vec)));
     w.qs = (double *)(b + off[6]);
-    w.us = (double *)(b + off[6] + round64(MT_QS * w.qstride * sizeof(double)));
+    w.us = (double *)(b + off[6] + round64(MT_QS * round8((size_t)m->nqmax) * sizeof(double)));
     const mt_dhdr *h = (const mt_dhdr *)b;
     w.numeric = h->numeric;
     w.with_velocity = h->with_velocity != 0;
     return w;
 }
+
+/* GCC's and Clang's vector extension for the sweep's rows and the solve, unless built
+   with MBK_NO_VECTOR_EXTENSION (then plain loops: the same results, up to the sign of
+   zeros). */
+#if defined(__GNUC__) && !defined(MBK_NO_VECTOR_EXTENSION)
+#define MT_VEC8 1
+#else
+#define MT_VEC8 0
+#endif
+
+#if MT_VEC8
+/* Eight doubles as one vector (GCC's and Clang's vector extension: one 512-bit register
+   where the target has them, narrower ones otherwise), for the sweep's rows and the
+   solve: compilers keep a few of these in registers where they would not keep as many
+   scalars. mvec8: a lane mask of the same size (all bits or none). */
+typedef double dvec8 __attribute__((vector_size(64)));
+typedef long long mvec8 __attribute__((vector_size(64)));
+#else
+typedef double dvec8; /* without the extension: one double, one column at a time */
+#endif
 
 /* ---- small spatial helpers ------------------------------------------------ */
 
@@ -131,6 +171,22 @@ static inline mbk_spatial_vec mat6_mul(const double M[6][6], mbk_spatial_vec x)
     return mbk_spatial_vec_make(mbk_vec3_make(r[0], r[1], r[2]), mbk_vec3_make(r[3], r[4], r[5]));
 }
 
+/* Whether the n doubles at a are all zero (either sign), without a branch per value:
+   columns that need no work. */
+static inline bool all_zero(const double *a, int n)
+{
+    uint64_t bits = 0;
+    for (int k = 0; k < n; ++k) {
+        uint64_t t;
+        memcpy(&t, a + k, sizeof t);
+        bits |= t << 1;
+    }
+    return bits == 0;
+}
+
+static inline bool vec3_zero(mbk_vec3 v) { return all_zero(&v.x, 3); }
+static inline bool spatial_zero(const mbk_spatial_vec *v) { return all_zero(&v->w.x, 6); }
+
 /* The axis of the rotation dR R^T (its skew part; exact for a rotation's derivative). */
 static inline mbk_vec3 vee_dR(const mbk_mat33 *dR, const mbk_mat33 *R)
 {
@@ -146,7 +202,10 @@ static inline mbk_vec3 vee_dR(const mbk_mat33 *dR, const mbk_mat33 *R)
 static void add_Bs(mt_sym3 *Bs, const mt_composite *Y, mbk_spatial_vec v)
 {
     const mbk_vec3 w = v.w, n = v.v, h = Y->h;
-    const mbk_mat33 M = mbk_mat33_mul(mbk_mat33_skew(w), mt_sym3_full(&Y->I));
+    const mt_sym3 *I = &Y->I;
+    const mbk_mat33 M = {{{w.y * I->xz - w.z * I->xy, w.y * I->yz - w.z * I->yy, w.y * I->zz - w.z * I->yz},
+                          {w.z * I->xx - w.x * I->xz, w.z * I->xy - w.x * I->yz, w.z * I->xz - w.x * I->zz},
+                          {w.x * I->xy - w.y * I->xx, w.x * I->yy - w.y * I->xy, w.x * I->yz - w.y * I->xz}}};
     const double hn = 2.0 * mbk_vec3_dot(h, n);
     Bs->xx += 2.0 * M.m[0][0] - 2.0 * h.x * n.x + hn;
     Bs->yy += 2.0 * M.m[1][1] - 2.0 * h.y * n.y + hn;
@@ -228,8 +287,15 @@ static int joint_columns(const mbk_matter *m, const mbk_state *s, int i, const m
         col->T = from_F(R, pF, mbk_spatial_vec_make(om, mbk_vec3_sub(d.dp[k], mbk_vec3_cross(om, p))));
         mbk_vec3 dwFM = mbk_vec3_zero(), dvFM = mbk_vec3_zero();
         mbk_spatial_vec dv = mbk_spatial_vec_zero(), dsud = mbk_spatial_vec_zero();
+        /* dS = 0 where H does not change with q_k and M's origin does not move (or the
+           column does not turn) */
+        const bool moves = !vec3_zero(d.dp[k]), dh = !all_zero(&d.dH[k][0].w.x, 6 * nu);
         for (int l = 0; l < nu; ++l) {
             const mbk_spatial_vec *g = &d.dH[k][l];
+            if (!(moves || dh) || (!(dh && !spatial_zero(g)) && (!moves || vec3_zero(H[l].w)))) {
+                dS[k * nu + l] = mbk_spatial_vec_zero();
+                continue;
+            }
             mbk_spatial_vec dHF = mbk_spatial_vec_make(
                 g->w, mbk_vec3_sub(mbk_vec3_sub(g->v, mbk_vec3_cross(g->w, p)), mbk_vec3_cross(H[l].w, d.dp[k])));
             dS[k * nu + l] = from_F(R, pF, dHF);
@@ -244,11 +310,13 @@ static int joint_columns(const mbk_matter *m, const mbk_state *s, int i, const m
             continue;
         }
         const mbk_spatial_vec *e = &d.dHdot_u_dq[k];
+        col->w = dv;
+        col->alpha = mbk_spatial_vec_add(dsud, mbk_spatial_cross_motion(v_p, dv));
+        if (spatial_zero(e) && !dh && (!moves || vec3_zero(hd.w))) continue; /* dc = 0 */
         mbk_spatial_vec dcF = mbk_spatial_vec_make(
             e->w, mbk_vec3_sub(mbk_vec3_sub(mbk_vec3_sub(e->v, mbk_vec3_cross(e->w, p)), mbk_vec3_cross(hd.w, d.dp[k])),
                                mbk_vec3_add(mbk_vec3_cross(dwFM, vFM), mbk_vec3_cross(wFM, dvFM))));
-        col->w = dv;
-        col->alpha = mbk_spatial_vec_add(mbk_spatial_vec_add(dsud, mbk_spatial_cross_motion(v_p, dv)), from_F(R, pF, dcF));
+        col->alpha = mbk_spatial_vec_add(col->alpha, from_F(R, pF, dcF));
     }
     if (!ws->with_velocity) return MBK_OK;
     for (int l = 0; l < nu; ++l) {
@@ -258,6 +326,71 @@ static int joint_columns(const mbk_matter *m, const mbk_state *s, int i, const m
                                mbk_vec3_cross(wFM, H[l].v)));
         mt_ducol *col = &ws->ucol[b->u0 + l];
         col->alpha = mbk_spatial_vec_add(col->alpha, from_F(R, pF, dcF));
+    }
+    return MBK_OK;
+}
+
+/* A Pin's velocity, acceleration and columns: T = S, dS = 0, c = 0, and with S x S = 0
+   the general formulas reduce to w = v_p x S (= -S x v_i) for q, alpha = 2 v_p x S for u. */
+static void pin_body(const mt_dws *ws, int u0, int q0, mbk_spatial_vec S, double u, double udot, const mt_dbody *dp,
+                     mt_dbody *di)
+{
+    const bool vel = ws->with_velocity;
+    const mbk_spatial_vec vS = vel ? mbk_spatial_cross_motion(dp->v, S) : mbk_spatial_vec_zero();
+    /* v_i = v_p + S u, a_i = a_p + S udot + (v_p x S) u */
+    di->v = vel ? mbk_spatial_vec_add(dp->v, mbk_spatial_vec_scale(S, u)) : mbk_spatial_vec_zero();
+    di->a = mbk_spatial_vec_add(mbk_spatial_vec_add(dp->a, mbk_spatial_vec_scale(S, udot)),
+                                mbk_spatial_vec_scale(vS, u));
+    mt_ducol *uc = &ws->ucol[u0];
+    mt_dcol *qc = &ws->qcol[q0];
+    uc->T = qc->T = S;
+    uc->alpha = mbk_spatial_vec_add(vS, vS);
+    qc->w = vS;
+    /* alpha = -(S x a_i) - w x v_i */
+    qc->alpha = mbk_spatial_vec_sub(mbk_spatial_vec_scale(mbk_spatial_cross_motion(S, di->a), -1.0),
+                                    mbk_spatial_cross_motion(vS, di->v));
+}
+
+/* Any other body's velocity, acceleration and columns (from its mobilizer's derivatives). */
+static int general_body(const mbk_matter *m, const mbk_state *s, int i, mt_dws *ws, const double *q, const double *qn,
+                        const int *lay, const double *ub, const double *udb, const mt_pos *pos,
+                        const mbk_spatial_vec *H, bool euler, const mt_dbody *dp, mt_dbody *di)
+{
+    const mt_body *b = &m->bodies[i];
+    const bool with_velocity = ws->with_velocity;
+    const mbk_vec3 pB = pos[i].X_GB.p;
+    mbk_spatial_vec vrel = mbk_spatial_vec_zero(), arel = mbk_spatial_vec_zero();
+    for (int l = 0; l < b->nu; ++l) {
+        mbk_spatial_vec S = motion_at_origin(H[b->u0 + l], pB);
+        mt_ducol *uc = &ws->ucol[b->u0 + l];
+        uc->T = S;
+        uc->alpha = with_velocity ? mbk_spatial_cross_motion(dp->v, S) : mbk_spatial_vec_zero();
+        vrel = mbk_spatial_vec_add(vrel, mbk_spatial_vec_scale(S, ub[l]));
+        if (udb) arel = mbk_spatial_vec_add(arel, mbk_spatial_vec_scale(S, udb[l]));
+    }
+    /* a_i = a_p + S udot + v_p x S u + c */
+    di->v = with_velocity ? mbk_spatial_vec_add(dp->v, vrel) : mbk_spatial_vec_zero();
+    di->a = mbk_spatial_vec_add(dp->a, arel);
+    if (with_velocity) di->a = mbk_spatial_vec_add(di->a, mbk_spatial_cross_motion(dp->v, vrel));
+    const int q0 = lay[2 * i], nq = lay[2 * i + 1];
+    if (nq > 0) {
+        mbk_transform X_GF = mbk_transform_compose(pos[b->parent].X_GB, b->X_PF);
+        mbk_spatial_vec c = mbk_spatial_vec_zero();
+        int rc = joint_columns(m, s, i, ws, &X_GF, q + q0, qn + q0, nq, ub, udb, dp->v, euler, &c, &ws->numeric);
+        if (rc < 0) return rc;
+        di->a = mbk_spatial_vec_add(di->a, c);
+    }
+    /* finish the columns: w = dS u - T x v_i, alpha = (own part) - T x a_i - w x v_i;
+       u columns: alpha = v_p x S + dc/du - S x v_i */
+    for (int k = 0; k < nq; ++k) {
+        mt_dcol *qc = &ws->qcol[q0 + k];
+        if (with_velocity) qc->w = mbk_spatial_vec_sub(qc->w, mbk_spatial_cross_motion(qc->T, di->v));
+        qc->alpha = mbk_spatial_vec_sub(mbk_spatial_vec_sub(qc->alpha, mbk_spatial_cross_motion(qc->T, di->a)),
+                                        mbk_spatial_cross_motion(qc->w, di->v));
+    }
+    for (int l = 0; with_velocity && l < b->nu; ++l) {
+        mt_ducol *uc = &ws->ucol[b->u0 + l];
+        uc->alpha = mbk_spatial_vec_sub(uc->alpha, mbk_spatial_cross_motion(uc->T, di->v));
     }
     return MBK_OK;
 }
@@ -282,42 +415,11 @@ int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, 
         mt_dbody *di = &db[i];
         const mbk_vec3 pB = pos[i].X_GB.p;
         const double *ub = u + b->u0, *udb = udot ? udot + b->u0 : NULL;
-        mbk_spatial_vec vrel = mbk_spatial_vec_zero(), arel = mbk_spatial_vec_zero();
-        for (int l = 0; l < b->nu; ++l) {
-            mbk_spatial_vec S = motion_at_origin(H[b->u0 + l], pB);
-            mt_ducol *uc = &ws.ucol[b->u0 + l];
-            uc->T = S;
-            uc->alpha = with_velocity ? mbk_spatial_cross_motion(dp->v, S) : mbk_spatial_vec_zero();
-            vrel = mbk_spatial_vec_add(vrel, mbk_spatial_vec_scale(S, ub[l]));
-            if (udb) arel = mbk_spatial_vec_add(arel, mbk_spatial_vec_scale(S, udb[l]));
-        }
-        /* a_i = a_p + S udot + v_p x S u + c */
-        di->v = with_velocity ? mbk_spatial_vec_add(dp->v, vrel) : mbk_spatial_vec_zero();
-        di->a = mbk_spatial_vec_add(dp->a, arel);
-        if (with_velocity) di->a = mbk_spatial_vec_add(di->a, mbk_spatial_cross_motion(dp->v, vrel));
-        const int q0 = lay[2 * i], nq = lay[2 * i + 1];
-        if (b->pin) { /* T = S, dS = 0, c = 0 */
-            mt_dcol *qc = &ws.qcol[q0];
-            qc->T = ws.ucol[b->u0].T;
-            qc->w = qc->alpha = mbk_spatial_vec_zero();
-        } else if (nq > 0) {
-            mbk_transform X_GF = mbk_transform_compose(pos[b->parent].X_GB, b->X_PF);
-            mbk_spatial_vec c = mbk_spatial_vec_zero();
-            int rc = joint_columns(m, s, i, &ws, &X_GF, q + q0, qn + q0, nq, ub, udb, dp->v, euler, &c, &ws.numeric);
+        if (b->pin) {
+            pin_body(&ws, b->u0, lay[2 * i], motion_at_origin(H[b->u0], pB), ub[0], udb ? udb[0] : 0.0, dp, di);
+        } else {
+            int rc = general_body(m, s, i, &ws, q, qn, lay, ub, udb, pos, H, euler, dp, di);
             if (rc < 0) return rc;
-            di->a = mbk_spatial_vec_add(di->a, c);
-        }
-        /* finish the columns: w = dS u - T x v_i, alpha = (own part) - T x a_i - w x v_i;
-           u columns: alpha = v_p x S + dc/du - S x v_i */
-        for (int k = 0; k < nq; ++k) {
-            mt_dcol *qc = &ws.qcol[q0 + k];
-            if (with_velocity) qc->w = mbk_spatial_vec_sub(qc->w, mbk_spatial_cross_motion(qc->T, di->v));
-            qc->alpha = mbk_spatial_vec_sub(mbk_spatial_vec_sub(qc->alpha, mbk_spatial_cross_motion(qc->T, di->a)),
-                                            mbk_spatial_cross_motion(qc->w, di->v));
-        }
-        for (int l = 0; with_velocity && l < b->nu; ++l) {
-            mt_ducol *uc = &ws.ucol[b->u0 + l];
-            uc->alpha = mbk_spatial_vec_sub(uc->alpha, mbk_spatial_cross_motion(uc->T, di->v));
         }
         /* inertia about Ground's origin, forces, B */
         const double mass = mt_mass_of(m, pos, i); /* the State's own, when it has its own */
@@ -332,26 +434,24 @@ int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, 
         di->hc = h;
         if (with_velocity) add_Bs(&di->Bs, &Y, di->v);
     }
-    /* tip to base: subtree sums */
+    /* tip to base: a body's sums are complete when it is reached (its children come
+       after it), so its rows' Yc S and Bc^T S, then the sums into its parent's */
     for (int i = m->nb - 1; i >= 1; --i) {
-        int p = m->bodies[i].parent;
-        if (p <= 0) continue;
-        mt_dbody *dp = &db[p];
+        const mt_body *b = &m->bodies[i];
         const mt_dbody *di = &db[i];
+        for (int l = 0; l < b->nu; ++l) {
+            mt_drow *r = &ws.row[b->u0 + l];
+            const mbk_spatial_vec *S = &ws.ucol[b->u0 + l].T;
+            r->YcS = mt_composite_mul(&di->Yc, S);
+            r->BtS = with_velocity ? Bc_tmul(di, *S) : mbk_vec3_zero();
+        }
+        if (b->parent <= 0) continue;
+        mt_dbody *dp = &db[b->parent];
         dp->F = mbk_spatial_vec_add(dp->F, di->F);
         composite_add(&dp->Yc, &di->Yc);
         if (with_velocity) {
             sym3_add(&dp->Bs, &di->Bs);
             dp->hc = mbk_spatial_vec_add(dp->hc, di->hc);
-        }
-    }
-    for (int i = 1; i < m->nb; ++i) {
-        const mt_body *b = &m->bodies[i];
-        for (int l = 0; l < b->nu; ++l) {
-            mt_drow *r = &ws.row[b->u0 + l];
-            const mbk_spatial_vec *S = &ws.ucol[b->u0 + l].T;
-            r->YcS = mt_composite_mul(&db[i].Yc, S);
-            r->BtS = with_velocity ? Bc_tmul(&db[i], *S) : mbk_vec3_zero();
         }
     }
     mt_dhdr *hdr = dws_header(m, s);
@@ -382,55 +482,119 @@ static inline void add_up(const mbk_matter *m, const mt_dws *ws, int a, mbk_spat
     }
 }
 
-/* Spread a spatial vector over six component arrays at column c. */
-static inline void put_soa(double *base, size_t stride, int c, mbk_spatial_vec v)
+/* Component k of column c where columns come in groups of eight of nc components of
+   eight lanes each. */
+static inline double *col_at(double *X, int nc, int c, int k)
 {
-    base[c] = v.w.x; base[stride + c] = v.w.y; base[2 * stride + c] = v.w.z;
-    base[3 * stride + c] = v.v.x; base[4 * stride + c] = v.v.y; base[5 * stride + c] = v.v.z;
+    return X + (size_t)(c / 8) * (size_t)(8 * nc) + (size_t)(8 * k + c % 8);
 }
 
-/* row[c] += sum_k a[k] X_k[c] for c in [c0, c1): a 6- or 9-term combination of
-   component arrays (X_k = X + k stride), vectorized over the columns. */
-static inline void row_comb6(double *restrict row, const double *X, size_t stride, const double a[6], int c0, int c1)
+/* A spatial vector into components k0 .. k0 + 5 of column c. */
+static inline void put_soa(double *X, int nc, int c, int k0, mbk_spatial_vec v)
 {
-    const double *x0 = X, *x1 = X + stride, *x2 = X + 2 * stride, *x3 = X + 3 * stride, *x4 = X + 4 * stride,
-                 *x5 = X + 5 * stride;
-    for (int c = c0; c < c1; ++c)
-        row[c] += a[0] * x0[c] + a[1] * x1[c] + a[2] * x2[c] + a[3] * x3[c] + a[4] * x4[c] + a[5] * x5[c];
+    double *p = col_at(X, nc, c, k0);
+    p[0] = v.w.x; p[8] = v.w.y; p[16] = v.w.z; p[24] = v.v.x; p[32] = v.v.y; p[40] = v.v.z;
 }
 
-static inline void row_comb9(double *restrict row, const double *X, size_t stride, const double a[9], int c0, int c1)
+/* row[c] += sum_k a[k] X_k[c] for c in [c0, c1), X_k component k of column c (X at the
+   first component, groups of eight columns gs doubles apart), summed from k = 0 up for
+   every column. With the vector extension a range of more than two columns goes eight
+   columns at a time from a multiple of 8 (the columns of a group outside [c0, c1)
+   masked to zero), into a row of n columns (its last group one by one); others column by
+   column. as: the coefficients, a: the same in every lane. */
+#if MT_VEC8
+#define ROW_COMB_VEC(NT)                                                                            \
+    const dvec8 lane = {0, 1, 2, 3, 4, 5, 6, 7};                                                    \
+    for (int v = c0 & ~7; v < c1; v += 8) {                                                         \
+        const double *p = X + (size_t)(v / 8) * gs;                                                 \
+        dvec8 x, t;                                                                                 \
+        memcpy(&t, p, sizeof t);                                                                    \
+        x = a[0] * t;                                                                               \
+        for (int k = 1; k < (NT); ++k) {                                                            \
+            memcpy(&t, p + 8 * k, sizeof t);                                                        \
+            x += a[k] * t;                                                                          \
+        }                                                                                           \
+        if (v < c0 || v + 8 > c1) {                                                                 \
+            const dvec8 col = lane + (double)v;                                                     \
+            x = (dvec8)((mvec8)x & ((col >= (double)c0) & (col < (double)c1)));                     \
+        }                                                                                           \
+        if (v + 8 <= n) {                                                                           \
+            memcpy(&t, row + v, sizeof t);                                                          \
+            t += x;                                                                                 \
+            memcpy(row + v, &t, sizeof t);                                                          \
+            continue;                                                                               \
+        }                                                                                           \
+        double e[8];                                                                                \
+        memcpy(e, &x, sizeof e);                                                                    \
+        for (int l = 0; v + l < n; ++l) row[v + l] += e[l];                                         \
+    }
+#else
+#define ROW_COMB_VEC(NT) (void)a, (void)n;
+#endif
+#define ROW_COMB(NT)                                                                                \
+    static inline void row_comb##NT(double *restrict row, int n, const double *X, size_t gs,        \
+                                    const double as[NT], const dvec8 a[NT], int c0, int c1)         \
+    {                                                                                               \
+        if (c1 - c0 <= 2 || sizeof(dvec8) == sizeof(double)) {                                     \
+            for (int c = c0; c < c1; ++c) {                                                         \
+                const double *p = X + (size_t)(c / 8) * gs + (size_t)(c % 8);                       \
+                double x = as[0] * p[0];                                                            \
+                for (int k = 1; k < (NT); ++k) x += as[k] * p[8 * k];                               \
+                row[c] += x;                                                                        \
+            }                                                                                       \
+            return;                                                                                 \
+        }                                                                                           \
+        ROW_COMB_VEC(NT)                                                                            \
+    }
+ROW_COMB(6)
+ROW_COMB(9)
+#undef ROW_COMB
+#undef ROW_COMB_VEC
+
+/* x in every lane. */
+static inline dvec8 splat(double x)
 {
-    const double *x0 = X, *x1 = X + stride, *x2 = X + 2 * stride, *x3 = X + 3 * stride, *x4 = X + 4 * stride,
-                 *x5 = X + 5 * stride, *x6 = X + 6 * stride, *x7 = X + 7 * stride, *x8 = X + 8 * stride;
-    for (int c = c0; c < c1; ++c)
-        row[c] += a[0] * x0[c] + a[1] * x1[c] + a[2] * x2[c] + a[3] * x3[c] + a[4] * x4[c] + a[5] * x5[c] +
-                  a[6] * x6[c] + a[7] * x7[c] + a[8] * x8[c];
+#if MT_VEC8
+    return (dvec8){x, x, x, x, x, x, x, x};
+#else
+    return x;
+#endif
 }
 
-static inline void sv_to(double a[6], mbk_spatial_vec v, double sc)
+/* A row's coefficients for row_comb: sc v, as scalars and as vectors of equal lanes. */
+static inline void coef_of(double *as, dvec8 *a, mbk_spatial_vec v, double sc)
 {
-    a[0] = sc * v.w.x; a[1] = sc * v.w.y; a[2] = sc * v.w.z; a[3] = sc * v.v.x; a[4] = sc * v.v.y; a[5] = sc * v.v.z;
+    as[0] = sc * v.w.x; as[1] = sc * v.w.y; as[2] = sc * v.w.z;
+    as[3] = sc * v.v.x; as[4] = sc * v.v.y; as[5] = sc * v.v.z;
+    for (int k = 0; k < 6; ++k) a[k] = splat(as[k]);
 }
 
-/* The columns of q (qc, MT_QS arrays) or u (MT_US) of a body's descendants, added
-   into row as S . g: one contiguous range when the subtree is, else body by body. */
-static void row_descendants(const mbk_matter *m, const int *lay, int i, double *row, const double *g, size_t stride,
-                            const double a[6], bool q)
+/* The columns of q (qs) or u (us) of a body's own joint (q, with self) and its
+   descendants, added into row (n columns) as S . g: one contiguous range when the
+   subtree is, else body by body. */
+static void row_descendants(const mbk_matter *m, const int *lay, int i, bool self, double *row, int n,
+                            const double *g, size_t gs, const double *as, const dvec8 *a, bool q)
 {
-    const int last = i + m->size[i] - 1;
-    if (last == i) return;
+    const int last = i + m->size[i] - 1, from = self ? i : i + 1;
+    if (from > last) return;
     if (m->contig[i]) {
-        int c0 = q ? lay[2 * (i + 1)] : m->bodies[i + 1].u0;
+        int c0 = q ? lay[2 * from] : m->bodies[from].u0;
         int c1 = q ? lay[2 * last] + lay[2 * last + 1] : m->bodies[last].u0 + m->bodies[last].nu;
-        row_comb6(row, g, stride, a, c0, c1);
+        row_comb6(row, n, g, gs, as, a, c0, c1);
         return;
     }
-    for (int at = m->pre[i] + 1; at < m->pre[i] + m->size[i]; ++at) {
+    for (int at = m->pre[i] + (self ? 0 : 1); at < m->pre[i] + m->size[i]; ++at) {
         const int j = m->order[at];
         const int c0 = q ? lay[2 * j] : m->bodies[j].u0, c1 = c0 + (q ? lay[2 * j + 1] : m->bodies[j].nu);
-        row_comb6(row, g, stride, a, c0, c1);
+        row_comb6(row, n, g, gs, as, a, c0, c1);
     }
+}
+
+/* The last group of eight columns zeroed, before its columns are written: the lanes
+   after the n-th column stay zero (the sweep reads them, masked). */
+static void pad_columns(double *X, int nc, int n)
+{
+    if (n % 8) memset(col_at(X, nc, n / 8 * 8, 0), 0, (size_t)(8 * nc) * sizeof *X);
 }
 
 void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, double *dr_dq, int ldq, double *dr_du,
@@ -440,15 +604,17 @@ void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, doubl
     const int *lay = qlayout(m, s);
     mt_dbody *db = ws.body;
     const bool phi = dws_header(m, s)->has_phi != 0, vel = ws.with_velocity;
-    const size_t qst = ws.qstride, ust = ws.ustride;
-    double *qa = ws.qs, *qw = qa + 6 * qst, *qg = qa + 9 * qst, *qT = qa + 15 * qst;
-    double *ua = ws.us, *uw = ua + 6 * ust, *ug = ua + 9 * ust;
+    const int nq = mbk_state_get_subsystem_nq(s, m->sub), nu = m->nu;
+    const size_t qgs = 8 * MT_QS, ugs = 8 * MT_US; /* doubles from one group of columns to the next */
+    double *qs = ws.qs, *us = ws.us;
     if (phi) /* subtree sums of the fixed forces */
         for (int i = m->nb - 1; i >= 1; --i) {
             int p = m->bodies[i].parent;
             if (p > 0) db[p].Phi = mbk_spatial_vec_add(db[p].Phi, db[i].Phi);
         }
     /* the columns: alpha, w (angular part), g = T x* F_j + Yc_j alpha + Bc_j w, and T */
+    pad_columns(qs, MT_QS, nq);
+    pad_columns(us, MT_US, nu);
     for (int j = 1; j < m->nb; ++j) {
         const mt_body *bj = &m->bodies[j];
         const mt_dbody *dj = &db[j];
@@ -457,60 +623,59 @@ void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, doubl
             const mt_dcol *c = &ws.qcol[col];
             mbk_spatial_vec g = mbk_spatial_vec_add(mbk_spatial_cross_force(c->T, dj->F), mt_composite_mul(&dj->Yc, &c->alpha));
             if (vel) g = mbk_spatial_vec_add(g, Bc_mul(dj, c->w));
-            put_soa(qa, qst, col, c->alpha);
-            qw[col] = c->w.w.x; qw[qst + col] = c->w.w.y; qw[2 * qst + col] = c->w.w.z;
-            put_soa(qg, qst, col, g);
-            if (phi) put_soa(qT, qst, col, c->T);
+            put_soa(qs, MT_QS, col, 0, c->alpha);
+            double *w = col_at(qs, MT_QS, col, 6);
+            w[0] = c->w.w.x; w[8] = c->w.w.y; w[16] = c->w.w.z;
+            put_soa(qs, MT_QS, col, 9, g);
+            if (phi) put_soa(qs, MT_QS, col, 15, c->T);
         }
         for (int l = 0; dr_du && vel && l < bj->nu; ++l) {
             const int col = bj->u0 + l;
             const mt_ducol *c = &ws.ucol[col];
-            put_soa(ua, ust, col, c->alpha);
-            uw[col] = c->T.w.x; uw[ust + col] = c->T.w.y; uw[2 * ust + col] = c->T.w.z;
-            put_soa(ug, ust, col, mbk_spatial_vec_add(mt_composite_mul(&dj->Yc, &c->alpha), Bc_mul(dj, c->T)));
+            put_soa(us, MT_US, col, 0, c->alpha);
+            double *w = col_at(us, MT_US, col, 6);
+            w[0] = c->T.w.x; w[8] = c->T.w.y; w[16] = c->T.w.z;
+            put_soa(us, MT_US, col, 9, mbk_spatial_vec_add(mt_composite_mul(&dj->Yc, &c->alpha), Bc_mul(dj, c->T)));
         }
     }
     /* row by row: a row of body i takes (Yc S)_r . alpha + (Bc^T S)_r . w from the columns
-       of the joints above it, S_r . g from those below, and its own joint's columns */
+       of the joints above it, S_r . g from those below and its own joint's q (with dS^T
+       F_net), and (Yc S)_r . alpha + (Bc^T S)_r . w from its own joint's u */
     for (int i = 1; i < m->nb; ++i) {
         const mt_body *bi = &m->bodies[i];
         const mt_dbody *di = &db[i];
         const mbk_spatial_vec Fnet = mbk_spatial_vec_sub(di->F, di->Phi);
         for (int r = bi->u0; r < bi->u0 + bi->nu; ++r) {
             const mbk_spatial_vec S = ws.ucol[r].T;
-            double a9[9], sg[6];
-            sv_to(a9, ws.row[r].YcS, scale);
-            a9[6] = vel ? scale * ws.row[r].BtS.x : 0.0;
-            a9[7] = vel ? scale * ws.row[r].BtS.y : 0.0;
-            a9[8] = vel ? scale * ws.row[r].BtS.z : 0.0;
-            sv_to(sg, S, scale);
+            double a9s[9], sgs[6], psis[6];
+            dvec8 a9[9], sg[6], psi[6];
+            coef_of(a9s, a9, ws.row[r].YcS, scale);
+            a9s[6] = vel ? scale * ws.row[r].BtS.x : 0.0;
+            a9s[7] = vel ? scale * ws.row[r].BtS.y : 0.0;
+            a9s[8] = vel ? scale * ws.row[r].BtS.z : 0.0;
+            for (int k = 6; k < 9; ++k) a9[k] = splat(a9s[k]);
+            coef_of(sgs, sg, S, scale);
             if (dr_dq) {
                 double *row = dr_dq + (size_t)r * (size_t)ldq;
-                double psi[6] = {0, 0, 0, 0, 0, 0};
-                if (phi) sv_to(psi, mbk_spatial_cross_force(S, di->Phi), -scale);
+                if (phi) coef_of(psis, psi, mbk_spatial_cross_force(S, di->Phi), -scale);
                 for (int a = bi->parent; a > 0;) { /* ancestors, a run at a time */
                     const int r0 = m->bodies[a].run0, c0 = lay[2 * r0], c1 = lay[2 * a] + lay[2 * a + 1];
-                    row_comb9(row, qa, qst, a9, c0, c1);
-                    if (phi) row_comb6(row, qT, qst, psi, c0, c1);
+                    row_comb9(row, nq, qs, qgs, a9s, a9, c0, c1);
+                    if (phi) row_comb6(row, nq, qs + 8 * 15, qgs, psis, psi, c0, c1);
                     a = m->bodies[r0].parent;
                 }
-                for (int k = 0; k < lay[2 * i + 1]; ++k) { /* its own joint */
-                    const int col = lay[2 * i] + k;
-                    double x = 0.0;
-                    for (int t = 0; t < 6; ++t) x += sg[t] * qg[(size_t)t * qst + (size_t)col];
-                    if (!bi->pin) x += scale * mbk_spatial_vec_dot(ws.dS[bi->ds0 + k * bi->nu + (r - bi->u0)], Fnet);
-                    row[col] += x;
-                }
-                row_descendants(m, lay, i, row, qg, qst, sg, true);
+                row_descendants(m, lay, i, true, row, nq, qs + 8 * 9, qgs, sgs, sg, true);
+                for (int k = 0; !bi->pin && k < lay[2 * i + 1]; ++k) /* its own dS against the net force */
+                    row[lay[2 * i] + k] += scale * mbk_spatial_vec_dot(ws.dS[bi->ds0 + k * bi->nu + (r - bi->u0)], Fnet);
             }
             if (dr_du && vel) {
                 double *row = dr_du + (size_t)r * (size_t)ldu;
                 for (int a = i; a > 0;) { /* itself and the ancestors */
                     const int r0 = m->bodies[a].run0, c0 = m->bodies[r0].u0, c1 = m->bodies[a].u0 + m->bodies[a].nu;
-                    row_comb9(row, ua, ust, a9, c0, c1);
+                    row_comb9(row, nu, us, ugs, a9s, a9, c0, c1);
                     a = m->bodies[r0].parent;
                 }
-                row_descendants(m, lay, i, row, ug, ust, sg, false);
+                row_descendants(m, lay, i, false, row, nu, us + 8 * 9, ugs, sgs, sg, false);
             }
         }
     }
@@ -623,57 +788,151 @@ int mbk_matter_calc_qdot_derivatives(const mbk_matter *m, const mbk_state *s, do
 
 /* ---- M^-1 on many columns ------------------------------------------------------------- */
 
-/* x = sc (x - sum_t c[t] X[row[t]]) over n columns, a chunk of columns at a time in
-   registers (each row of X is stored once however many rows it draws on). Every
-   column is summed the same way, as two partial sums over even and odd t (half the
-   chain of dependent adds), so chunks that overlap give the same bits. Written as
-   scalars so that compilers vectorize them at -O2 too. */
-#define PULL_CHUNK(W)                                                                               \
+/* The two triangular sweeps on a block of NV * 8 columns (rows ld apart): L^T y = x from
+   the tips with y scaled by Dsc as each row is finished, then L x = y from the base.
+   Each row's columns stay in registers while its entries of L are pulled in, summed as
+   two partial sums over alternate entries, the row finished last (the nearest) pulled
+   last: the sweeps are a chain of rows, and this keeps the chain short. Every column is
+   computed the same way whichever block holds it, so the blocking does not change the
+   bits. */
+#if MT_VEC8
+#define SOLVE_ROW(NV, yi, lo, hi, coef, rows, sc)                                                   \
     do {                                                                                            \
-        double e_[W], o_[W];                                                                        \
-        for (int k_ = 0; k_ < (W); ++k_) { e_[k_] = xin[k_]; o_[k_] = 0.0; }                        \
-        int t_ = 0;                                                                                 \
-        for (; t_ + 1 < cnt; t_ += 2) {                                                             \
-            const double f0_ = c[t_], f1_ = c[t_ + 1];                                              \
-            const double *y0_ = X + (size_t)row[t_] * ld + (size_t)cc, *y1_ = X + (size_t)row[t_ + 1] * ld + (size_t)cc; \
-            for (int k_ = 0; k_ < (W); ++k_) { e_[k_] -= f0_ * y0_[k_]; o_[k_] -= f1_ * y1_[k_]; } \
+        dvec8 e_[NV], o_[NV];                                                                    \
+        for (int j_ = 0; j_ < (NV); ++j_) {                                                         \
+            memcpy(&e_[j_], (yi) + 8 * j_, sizeof e_[j_]);                                          \
+            o_[j_] = splat(0.0);                                                                    \
         }                                                                                           \
-        if (t_ < cnt) {                                                                             \
-            const double f0_ = c[t_], *y0_ = X + (size_t)row[t_] * ld + (size_t)cc;                 \
-            for (int k_ = 0; k_ < (W); ++k_) e_[k_] -= f0_ * y0_[k_];                               \
+        int t_ = (hi) - 1;                                                                          \
+        for (; t_ > (lo); t_ -= 2) {                                                                \
+            const double f0_ = -(coef)[t_], f1_ = -(coef)[t_ - 1];                                  \
+            const double *y0_ = Y + (size_t)(rows)[t_] * ld, *y1_ = Y + (size_t)(rows)[t_ - 1] * ld; \
+            for (int j_ = 0; j_ < (NV); ++j_) {                                                     \
+                dvec8 x0_, x1_;                                                                  \
+                memcpy(&x0_, y0_ + 8 * j_, sizeof x0_);                                             \
+                memcpy(&x1_, y1_ + 8 * j_, sizeof x1_);                                             \
+                e_[j_] += f0_ * x0_;                                                                \
+                o_[j_] += f1_ * x1_;                                                                \
+            }                                                                                       \
         }                                                                                           \
-        for (int k_ = 0; k_ < (W); ++k_) x[cc + k_] = sc * (e_[k_] + o_[k_]);                      \
+        if (t_ == (lo)) {                                                                           \
+            const double f0_ = -(coef)[t_], *y0_ = Y + (size_t)(rows)[t_] * ld;                     \
+            for (int j_ = 0; j_ < (NV); ++j_) {                                                     \
+                dvec8 x0_;                                                                       \
+                memcpy(&x0_, y0_ + 8 * j_, sizeof x0_);                                             \
+                e_[j_] += f0_ * x0_;                                                                \
+            }                                                                                       \
+        }                                                                                           \
+        for (int j_ = 0; j_ < (NV); ++j_) {                                                         \
+            dvec8 r_ = (sc) * (e_[j_] + o_[j_]);                                                 \
+            memcpy((yi) + 8 * j_, &r_, sizeof r_);                                                  \
+        }                                                                                           \
     } while (0)
+#else
+#define SOLVE_ROW(NV, yi, lo, hi, coef, rows, sc)                                                   \
+    do {                                                                                            \
+        for (int k_ = 0; k_ < 8 * (NV); ++k_) {                                                     \
+            double e_ = (yi)[k_], o_ = 0.0;                                                         \
+            int t_ = (hi) - 1;                                                                      \
+            for (; t_ > (lo); t_ -= 2) {                                                            \
+                e_ += -(coef)[t_] * Y[(size_t)(rows)[t_] * ld + (size_t)k_];                        \
+                o_ += -(coef)[t_ - 1] * Y[(size_t)(rows)[t_ - 1] * ld + (size_t)k_];                \
+            }                                                                                       \
+            if (t_ == (lo)) e_ += -(coef)[t_] * Y[(size_t)(rows)[t_] * ld + (size_t)k_];            \
+            (yi)[k_] = (sc) * (e_ + o_);                                                            \
+        }                                                                                           \
+    } while (0)
+#endif
 
-static void pull_row(double *restrict x, const double *X, size_t ld, int n, const int *row, const double *c, int cnt,
-                     double sc)
+#define DEFINE_BLOCK_SOLVE(NV)                                                                      \
+    static void block_solve_##NV(const mbk_matter *m, double *Y, size_t ld, const double *LD,       \
+                                 const double *Dsc, const double *L)                                \
+    {                                                                                               \
+        for (int i = m->nu - 1; i >= 0; --i)                                                        \
+            SOLVE_ROW(NV, Y + (size_t)i * ld, m->ldoff[i], m->ldoff[i + 1], LD, m->ldrow, Dsc[i]);  \
+        for (int k = 0; k < m->nu; ++k) {                                                           \
+            const int t0 = m->loff[k], t1 = k + 1 < m->nu ? m->loff[k + 1] : m->nl;                 \
+            if (t0 < t1) SOLVE_ROW(NV, Y + (size_t)k * ld, t0, t1, L, m->lanc, 1.0);                \
+        }                                                                                           \
+    }
+
+DEFINE_BLOCK_SOLVE(1)
+DEFINE_BLOCK_SOLVE(2)
+DEFINE_BLOCK_SOLVE(3)
+DEFINE_BLOCK_SOLVE(4)
+DEFINE_BLOCK_SOLVE(5)
+DEFINE_BLOCK_SOLVE(6)
+DEFINE_BLOCK_SOLVE(7)
+DEFINE_BLOCK_SOLVE(8)
+DEFINE_BLOCK_SOLVE(9)
+DEFINE_BLOCK_SOLVE(10)
+DEFINE_BLOCK_SOLVE(11)
+DEFINE_BLOCK_SOLVE(12)
+#undef DEFINE_BLOCK_SOLVE
+#undef SOLVE_ROW
+
+typedef void (*block_solve_fn)(const mbk_matter *, double *, size_t, const double *, const double *, const double *);
+static const block_solve_fn BLOCK_SOLVE[SOLVE_W / 8 + 1] = {
+    NULL,          block_solve_1, block_solve_2, block_solve_3,  block_solve_4,  block_solve_5, block_solve_6,
+    block_solve_7, block_solve_8, block_solve_9, block_solve_10, block_solve_11, block_solve_12};
+
+/* dst[0, n) = src[0, n): eight at a time, then the rest one by one (written out, so that
+   compilers do not turn these short copies into library calls). */
+static inline void copy_row(double *restrict dst, const double *restrict src, int n)
 {
-    /* a tail of n % 4 columns is done as the last four, from their values on entry */
-    const int tail = n >= 4 ? n % 4 : 0;
-    double tin[4] = {0, 0, 0, 0};
-    if (tail)
-        for (int k = 0; k < 4; ++k) tin[k] = x[n - 4 + k];
-    int cc = 0;
-    for (; cc + 16 <= n; cc += 16) {
-        const double *xin = x + cc;
-        PULL_CHUNK(16);
+    int k = 0;
+#if MT_VEC8
+    for (; k + 8 <= n; k += 8) {
+        dvec8 t;
+        memcpy(&t, src + k, sizeof t);
+        memcpy(dst + k, &t, sizeof t);
     }
-    for (; cc + 4 <= n; cc += 4) {
-        const double *xin = x + cc;
-        PULL_CHUNK(4);
+#endif
+    for (; k + 4 <= n; k += 4) {
+        const double t0 = src[k], t1 = src[k + 1], t2 = src[k + 2], t3 = src[k + 3];
+        dst[k] = t0, dst[k + 1] = t1, dst[k + 2] = t2, dst[k + 3] = t3;
     }
-    if (tail) {
-        const double *xin = tin;
-        cc = n - 4;
-        PULL_CHUNK(4);
-        return;
-    }
-    for (; cc < n; ++cc) {
-        const double *xin = x + cc;
-        PULL_CHUNK(1);
+    dst += k, src += k;
+    switch (n - k) {
+    case 3: dst[2] = src[2]; /* fall through */
+    case 2: dst[1] = src[1]; /* fall through */
+    case 1: dst[0] = src[0]; /* fall through */
+    default: break;
     }
 }
-#undef PULL_CHUNK
+
+/* w1 columns of X1 from a1 and w2 of X2 from a2, side by side, into the work space Y
+   (rows W apart, W a multiple of 8 and less than w1 + w2 + 8; the rest of each row
+   zero), or (back) from it. */
+static void block_copy(int nu, double *X1, size_t ld1, int a1, int w1, double *X2, size_t ld2, int a2, int w2,
+                       double *Y, int W, bool back)
+{
+    static const double zero8[8];
+    for (int i = 0; i < nu; ++i) {
+        double *y = Y + (size_t)i * (size_t)W, *x1 = X1 + (size_t)i * ld1 + a1, *x2 = X2 + (size_t)i * ld2 + a2;
+        if (back) {
+            copy_row(x1, y, w1);
+            copy_row(x2, y + w1, w2);
+            continue;
+        }
+        memcpy(y + W - 8, zero8, sizeof zero8);
+        copy_row(y, x1, w1);
+        copy_row(y + w1, x2, w2);
+    }
+}
+
+/* The n / 8 whole vectors of columns of X where they are, in as few blocks of at most
+   nvmax vectors as will do, sharing the vectors evenly. */
+static void solve_in_place(const mbk_matter *m, double *X, size_t ld, int n, int nvmax, const double *LD,
+                           const double *Dsc, const double *L)
+{
+    const int nvec = n / 8, nblk = (nvec + nvmax - 1) / nvmax;
+    for (int k = 0, c0 = 0; k < nblk; ++k) {
+        const int nv = nvec / nblk + (k < nvec % nblk);
+        BLOCK_SOLVE[nv](m, X + c0, ld, LD, Dsc, L);
+        c0 += 8 * nv;
+    }
+}
 
 /* M = L^T D L with L unit lower triangular, nonzero only where a u's row meets the u
    above it (Featherstone's LTDL, "Rigid Body Dynamics Algorithms" 6.5, eliminating from
@@ -721,7 +980,18 @@ static void factor_block(const mbk_matter *m, const mt_node *nd, const mt_inerti
     }
 }
 
-static int factor_mass(const mbk_matter *m, const mbk_state *s, const mt_dws *ws, double *D, double *L)
+/* LD (L by columns) for the rows of u0 .. u0 + n - 1: L times D of the row, over scale. */
+static void factor_columns(const mbk_matter *m, int u0, int n, const double *D, const double *L, double inv_scale,
+                           double *LD)
+{
+    for (int k = u0; k < u0 + n; ++k) {
+        const double f = D[k] * inv_scale;
+        for (int t = m->loff[k]; t < m->loff[k] + row_len(m, k); ++t) LD[m->lcol[t]] = L[t] * f;
+    }
+}
+
+static int factor_mass(const mbk_matter *m, const mbk_state *s, const mt_dws *ws, double inv_scale, double *D,
+                       double *L, double *LD)
 {
     int rc = mt_realize_abi(m, s); /* already there after Acceleration */
     if (rc < 0) return rc;
@@ -732,6 +1002,7 @@ static int factor_mass(const mbk_matter *m, const mbk_state *s, const mt_dws *ws
         const mt_node *nd = &m->nodes[b];
         if (nd->nu > 1) {
             factor_block(m, nd, &abi.P[b], H, pos[b].X_GB.p, ws, D, L);
+            factor_columns(m, nd->u0, nd->nu, D, L, inv_scale, LD);
             continue;
         }
         if (nd->nu == 0) continue;
@@ -740,8 +1011,84 @@ static int factor_mass(const mbk_matter *m, const mbk_state *s, const mt_dws *ws
         const mbk_vec3 p_P = nd->parent > 0 ? pos[nd->parent].X_GB.p : mbk_vec3_zero();
         const mbk_spatial_vec g = mbk_spatial_shift_force(abi.G[k], mbk_vec3_neg(p_P));
         D[k] = 1.0 / abi.Dinv[nd->d0];
-        for (int t = t0; t < t1; ++t) L[t] = mbk_spatial_vec_dot(g, ws->ucol[m->lanc[t]].T);
+        const double f = D[k] * inv_scale;
+        for (int t = t0; t < t1; ++t) {
+            L[t] = mbk_spatial_vec_dot(g, ws->ucol[m->lanc[t]].T);
+            LD[m->lcol[t]] = L[t] * f;
+        }
     }
+    return MBK_OK;
+}
+
+/* The sparse factor for the solve: L by rows, LD (L by columns, times D_k / scale: back
+   substitution pulls the rows below each u already scaled by scale / D, y_k = z_k D_k /
+   scale) and Dsc = scale / D, in the work space; *Y: the solve's block. */
+static int factor_for_solve(const mbk_matter *m, const mbk_state *s, const mt_dws *ws, double scale, double **L,
+                            double **LD, double **Dsc, double **Y)
+{
+    double *D = dws_factor(m, s, Y);
+    *L = D + m->nu;
+    *LD = *L + m->nl;
+    int rc = factor_mass(m, s, ws, 1.0 / scale, D, *L, *LD);
+    if (rc < 0) return rc;
+    for (int i = 0; i < m->nu; ++i) D[i] = scale / D[i]; /* D is read only through LD from here */
+    *Dsc = D;
+    return MBK_OK;
+}
+
+double *mt_deriv_block(const mbk_matter *m, const mbk_state *s, int n, int *ld)
+{
+    if (!m->ltdl || n > block_width(m) || n <= 0) return NULL;
+    double *Y;
+    dws_factor(m, s, &Y);
+    *ld = (n + 7) / 8 * 8;
+    memset(Y, 0, (size_t)m->nu * (size_t)*ld * sizeof *Y);
+    return Y;
+}
+
+/* dst[0, n) = src[0, n), and whether they are all finite (an exponent of all ones is NaN
+   or infinity): eight at a time, then one by one. */
+static inline bool copy_finite(double *restrict dst, const double *restrict src, int n)
+{
+    const uint64_t ex = UINT64_C(0x7ff0000000000000);
+    uint64_t bad = 0;
+    int k = 0;
+#if MT_VEC8
+    const mvec8 exv = (mvec8){0} + (long long)ex;
+    mvec8 b = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (; k + 8 <= n; k += 8) {
+        mvec8 t;
+        memcpy(&t, src + k, sizeof t);
+        memcpy(dst + k, &t, sizeof t);
+        b |= (t & exv) == exv;
+    }
+    for (int l = 0; l < 8; ++l) bad |= (uint64_t)b[l];
+#endif
+    for (; k < n; ++k) {
+        uint64_t t;
+        memcpy(&t, src + k, sizeof t);
+        memcpy(dst + k, &t, sizeof t);
+        bad |= (uint64_t)((t & ex) == ex);
+    }
+    return bad == 0;
+}
+
+int mt_deriv_solve_block(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1,
+                         double *X2, int ld2, int n2, bool *finite)
+{
+    mt_dws ws = mt_dws_of(m, s);
+    double *L, *LD, *Dsc, *Y;
+    int rc = factor_for_solve(m, s, &ws, scale, &L, &LD, &Dsc, &Y);
+    if (rc < 0) return rc;
+    const int W = (n1 + n2 + 7) / 8 * 8;
+    BLOCK_SOLVE[W / 8](m, Y, (size_t)W, LD, Dsc, L);
+    bool ok = true;
+    for (int i = 0; i < m->nu; ++i) {
+        const double *y = Y + (size_t)i * (size_t)W;
+        ok &= copy_finite(X1 + (size_t)i * (size_t)ld1, y, n1);
+        ok &= copy_finite(X2 + (size_t)i * (size_t)ld2, y + n1, n2);
+    }
+    *finite = ok;
     return MBK_OK;
 }
 
@@ -763,29 +1110,29 @@ int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double
         }
         return MBK_OK;
     }
-    double *D = dws_factor(m, s), *L = D + m->nu, *LD = L + m->nl;
-    int rc = factor_mass(m, s, &ws, D, L);
+    double *L, *LD, *Dsc, *Y;
+    int rc = factor_for_solve(m, s, &ws, scale, &L, &LD, &Dsc, &Y);
     if (rc < 0) return rc;
-    /* L by columns, times D_k / scale: back substitution pulls the rows below each u
-       already scaled by scale / D (y_k = z_k D_k / scale) */
-    const double inv_scale = 1.0 / scale;
-    for (int t = 0; t < m->nl; ++t) LD[t] = L[m->ldpos[t]] * D[m->ldrow[t]] * inv_scale;
-    double *Dsc = D; /* D is read only through LD from here: keep scale / D in its place */
-    for (int i = 0; i < m->nu; ++i) Dsc[i] = scale / D[i];
-    for (int which = 0; which < 2; ++which) {
-        double *X = which ? X2 : X1;
-        const size_t ld = (size_t)(which ? ld2 : ld1);
-        const int n = which ? n2 : n1;
-        if (!X || n == 0) continue;
-        /* L^T y = x from the tips (z = scale D^-1 y at once), then L x = z from the base */
-        for (int i = m->nu - 1; i >= 0; --i) {
-            const int t0 = m->ldoff[i];
-            pull_row(X + (size_t)i * ld, X, ld, n, m->ldrow + t0, LD + t0, m->ldoff[i + 1] - t0, Dsc[i]);
-        }
-        for (int k = 0; k < m->nu; ++k) {
-            const int t0 = m->loff[k];
-            pull_row(X + (size_t)k * ld, X, ld, n, m->lanc + t0, L + t0, row_len(m, k), 1.0);
-        }
+    /* [X1 X2] in one block in the work space when it fits, else the whole vectors of 8
+       columns of each where they are and the columns left over in the work space */
+    double zero = 0.0;
+    if (!X1) X1 = &zero, n1 = 0;
+    if (!X2) X2 = &zero, n2 = 0;
+    const bool one = n1 + n2 <= block_width(m);
+    const int a1 = one ? 0 : n1 / 8 * 8, a2 = one ? 0 : n2 / 8 * 8, nv = (n1 - a1 + n2 - a2 + 7) / 8;
+    if (!one) {
+        /* a row pulls in the block's rows of every u above it: keep those in the first
+           level of cache (about 40 KB) */
+        int depth = 1;
+        for (int k = 0; k < m->nu; ++k) depth = row_len(m, k) > depth ? row_len(m, k) : depth;
+        int nvmax = SOLVE_L1 / (64 * depth);
+        nvmax = nvmax < 1 ? 1 : nvmax > SOLVE_W / 8 ? SOLVE_W / 8 : nvmax;
+        solve_in_place(m, X1, (size_t)ld1, n1, nvmax, LD, Dsc, L);
+        solve_in_place(m, X2, (size_t)ld2, n2, nvmax, LD, Dsc, L);
     }
+    if (nv == 0) return MBK_OK;
+    block_copy(m->nu, X1, (size_t)ld1, a1, n1 - a1, X2, (size_t)ld2, a2, n2 - a2, Y, 8 * nv, false);
+    BLOCK_SOLVE[nv](m, Y, (size_t)(8 * nv), LD, Dsc, L);
+    block_copy(m->nu, X1, (size_t)ld1, a1, n1 - a1, X2, (size_t)ld2, a2, n2 - a2, Y, 8 * nv, true);
     return MBK_OK;
 }

@@ -147,8 +147,9 @@ struct mbk_matter {
                               row of the sparse factor M = L^T D L starts */
     int nl;                /* entries of L (the sum over u of their depth in u) */
     int *lanc;             /* per entry of L: the u it multiplies (row k holds k's u above it) */
-    int *ldoff, *ldrow, *ldpos; /* L by columns: for each u i from ldoff[i] to ldoff[i + 1], the
-                              u below it (ldrow) and where their entry for i sits in L (ldpos) */
+    int *ldoff, *ldrow;    /* L by columns: for each u i from ldoff[i] to ldoff[i + 1], the u
+                              below it (ldrow) */
+    int *lcol;             /* per entry of L (by rows): where it sits by columns */
     bool ltdl;             /* factor M sparsely for the derivatives' M^-1 (nl small enough) */
     const mt_constraint_hooks *con_hooks; /* installed by the constraint code; NULL: none */
     void *con;             /* the constraint code's data (its ct_set), owned through con_hooks */
@@ -198,8 +199,9 @@ typedef struct mt_drow {
 /* The scratch vectors of the derivative work space, by use. */
 enum { MT_V_Q0, MT_V_U0, MT_V_VAL, MT_V_ACC, MT_V_UFREE, MT_V_TAU, MT_V_TAU2, MT_DWS_NVEC };
 
-/* The sweep's column arrays: per q column alpha (6), w's angular part (3), g (6),
-   T (6); per u column alpha (6), S's angular part (3), g (6). */
+/* The sweep's column arrays, by components in groups of eight columns: per q column
+   alpha (6), w's angular part (3), g (6), T (6); per u column alpha (6), S's angular
+   part (3), g (6). */
 enum { MT_QS = 21, MT_US = 15 };
 
 /* Views of the derivative work space (C_SCRATCH_MAT). */
@@ -210,10 +212,10 @@ typedef struct mt_dws {
     mt_drow *row;          /* nu */
     mbk_spatial_vec *dS;   /* nds: body b's dS/dq_k column j at bodies[b].ds0 + k nu + j */
     mbk_spatial_vec *sp;   /* 2 nb spatial vectors of scratch */
-    double *qs, *us;       /* the sweep's columns by components: MT_QS arrays of nqmax + 1,
-                              MT_US of nu + 1 (see mt_deriv_sweep); they share memory with
-                              sp and vec, so those hold nothing across a sweep */
-    size_t qstride, ustride;
+    double *qs, *us;       /* the sweep's columns: per group of eight q (u) columns, MT_QS
+                              (MT_US) components of eight lanes (see mt_deriv_sweep); they
+                              share memory with sp and vec, so those hold nothing across a
+                              sweep */
     double *vec;           /* MT_DWS_NVEC vectors of vlen doubles for callers */
     int vlen;
     int numeric;           /* bodies whose mobilizer was differentiated numerically */
@@ -257,6 +259,15 @@ void mt_deriv_add_pair(const mbk_matter *m, const mbk_state *s, const mt_pair_ja
    articulated-body solve column by column). 0 or a negative status. */
 int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1, double *X2,
                     int ld2, int n2);
+/* The work space's block for mt_deriv_solve_block: nu rows of n columns, *ld apart,
+   zeroed; NULL when the factor is not kept (deep trees) or n is more than the block
+   takes (then use mt_deriv_solve). */
+double *mt_deriv_block(const mbk_matter *m, const mbk_state *s, int n, int *ld);
+/* After setup, with the right-hand side in the block (its first n1 columns, then n2):
+   X1 <- scale M^-1 (the first n1 columns), X2 <- the next n2, and *finite whether every
+   entry is. 0 or a negative status. */
+int mt_deriv_solve_block(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1,
+                         double *X2, int ld2, int n2, bool *finite);
 /* Byte size of the derivative work space. */
 size_t mt_dws_bytes(const mbk_matter *m);
 

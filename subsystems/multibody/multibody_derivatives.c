@@ -297,7 +297,9 @@ static int check_finite(const double *a, int rows, int cols, int ld, const char 
 
 static void zero_rows(double *a, int rows, int cols, int ld)
 {
-    for (int i = 0; a && i < rows; ++i) memset(a + (size_t)i * (size_t)ld, 0, (size_t)cols * sizeof *a);
+    if (a && ld == cols) /* dense: one call */
+        memset(a, 0, (size_t)rows * (size_t)cols * sizeof *a);
+    for (int i = 0; a && ld != cols && i < rows; ++i) memset(a + (size_t)i * (size_t)ld, 0, (size_t)cols * sizeof *a);
 }
 
 static void negate_rows(double *a, int rows, int cols, int ld)
@@ -306,16 +308,18 @@ static void negate_rows(double *a, int rows, int cols, int ld)
         for (int j = 0; j < cols; ++j) a[(size_t)i * (size_t)ld + (size_t)j] = -a[(size_t)i * (size_t)ld + (size_t)j];
 }
 
-/* dr/dq and dr/du at udot into the (zeroed here) arrays: the force Jacobians
-   (analytic, then numeric), less the matter sweep, is -dr; negated unless
+/* dr/dq and dr/du at udot into the arrays (zeroed here unless zeroed): the force
+   Jacobians (analytic, then numeric), less the matter sweep, is -dr; negated unless
    negative (the forward dynamics want -dr). */
 static int residual_derivatives(const md_ctx *c, const double *udot, double *dr_dq, int ldq, double *dr_du, int ldu,
-                                bool negative, const char *fn)
+                                bool negative, bool zeroed, const char *fn)
 {
     int rc = mt_deriv_setup(c->m, c->s, udot, gravity_of(c), true);
     if (rc < 0) return mbk_set_error(rc, "%s: %s", fn, mbk_last_error());
-    zero_rows(dr_dq, c->nu, c->nq, ldq);
-    zero_rows(dr_du, c->nu, c->nu, ldu);
+    if (!zeroed) {
+        zero_rows(dr_dq, c->nu, c->nq, ldq);
+        zero_rows(dr_du, c->nu, c->nu, ldu);
+    }
     if ((rc = add_elements(c, true, dr_dq, ldq, dr_du, ldu)) < 0) return mbk_set_error(rc, "%s: %s", fn, mbk_last_error());
     bool q_only;
     if (numeric_forces(c, &q_only) && (rc = numeric_columns(c, NUM_FORCES, q_only, dr_dq, ldq, dr_du, ldu, fn)) < 0)
@@ -338,7 +342,7 @@ int mbk_system_calc_residual_derivatives(const mbk_system *sys, mbk_state *s, co
     if (!dr_dq && !dr_du) return mbk_set_error(MBK_EINVAL, "%s: dr_dq and dr_du are both NULL", fn);
     if (udot && (rc = mt_need_finite(udot, c.nu, fn, "udot")) < 0) return rc;
     if (!udot) udot = mbk_state_get_udot(s);
-    if ((rc = residual_derivatives(&c, udot, dr_dq, c.nq, dr_du, c.nu, false, fn)) < 0) return rc;
+    if ((rc = residual_derivatives(&c, udot, dr_dq, c.nq, dr_du, c.nu, false, false, fn)) < 0) return rc;
     if ((rc = check_finite(dr_dq, c.nu, c.nq, c.nq, fn, "dr_dq")) < 0) return rc;
     return check_finite(dr_du, c.nu, c.nu, c.nu, fn, "dr_du");
 }
@@ -364,8 +368,21 @@ int mbk_system_calc_acceleration_derivatives_ld(const mbk_system *sys, mbk_state
         mt_aba_solve(m, s, mt_mobility_forces((mbk_spatial_vec *)F, m->nb), F, true, A, A + m->nb, ufree);
         udot = ufree;
     }
-    /* dudot = -M^-1 dr: the arrays hold -dr */
-    if ((rc = residual_derivatives(&c, udot, dudot_dq, ldq, dudot_du, ldu, true, fn)) < 0) return rc;
+    /* dudot = -M^-1 dr. Both wanted, unconstrained and small enough: -dr in the work
+       space's block, side by side, and M^-1 from there into the arrays */
+    int ldy = 0;
+    double *Y = !c.constrained && dudot_dq && dudot_du ? mt_deriv_block(m, s, c.nq + c.nu, &ldy) : NULL;
+    if (Y) {
+        bool finite = false;
+        if ((rc = residual_derivatives(&c, udot, Y, ldy, Y + c.nq, ldy, true, true, fn)) < 0) return rc;
+        if ((rc = mt_deriv_solve_block(m, s, 1.0, dudot_dq, ldq, c.nq, dudot_du, ldu, c.nu, &finite)) < 0)
+            return mbk_set_error(rc, "%s: %s", fn, mbk_last_error());
+        if (finite) return MBK_OK;
+        if ((rc = check_finite(dudot_dq, c.nu, c.nq, ldq, fn, "dudot_dq")) < 0) return rc;
+        return check_finite(dudot_du, c.nu, c.nu, ldu, fn, "dudot_du");
+    }
+    /* else -dr in the arrays, M^-1 there */
+    if ((rc = residual_derivatives(&c, udot, dudot_dq, ldq, dudot_du, ldu, true, false, fn)) < 0) return rc;
     if ((rc = mt_deriv_solve(m, s, 1.0, dudot_dq, ldq, c.nq, dudot_du, ldu, c.nu)) < 0)
         return mbk_set_error(rc, "%s: %s", fn, mbk_last_error());
     if (c.constrained && (rc = numeric_columns(&c, NUM_CONSTRAINTS, false, dudot_dq, ldq, dudot_du, ldu, fn)) < 0)
