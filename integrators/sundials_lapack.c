@@ -273,21 +273,13 @@ static int dm_scale_add_identity(realtype c, SUNMatrix A)
     return SUNMAT_SUCCESS;
 }
 
-static SUNMatrix dm_clone(SUNMatrix A)
-{
-    SUNMatrix B = SUNMatClone_Dense(A);
-    if (B) {
-        B->ops->zero = dm_zero;
-        B->ops->copy = dm_copy;
-        B->ops->scaleaddi = dm_scale_add_identity;
-        B->ops->clone = dm_clone;
-    }
-    return B;
-}
+/* A (when made) with the operations above, its clones too; returns A. */
+static SUNMatrix dm_with_ops(SUNMatrix A);
 
-SUNMatrix sd_dense_matrix(int n, SUNContext ctx)
+static SUNMatrix dm_clone(SUNMatrix A) { return dm_with_ops(SUNMatClone_Dense(A)); }
+
+static SUNMatrix dm_with_ops(SUNMatrix A)
 {
-    SUNMatrix A = SUNDenseMatrix(n, n, ctx);
     if (A) {
         A->ops->zero = dm_zero;
         A->ops->copy = dm_copy;
@@ -296,6 +288,8 @@ SUNMatrix sd_dense_matrix(int n, SUNContext ctx)
     }
     return A;
 }
+
+SUNMatrix sd_dense_matrix(int n, SUNContext ctx) { return dm_with_ops(SUNDenseMatrix(n, n, ctx)); }
 
 static sunindextype lls_last_flag(SUNLinearSolver S) { return ((lapack_ls *)S->content)->last_flag; }
 
