@@ -48,6 +48,7 @@
 
 #include "integrator_impl.h"
 #include "sundials_lapack.h"
+#include "sundials_vector.h"
 #include "mbk/alloc.h"
 #include "mbk/derivatives.h"
 #include "mbk/status.h"

@@ -1,10 +1,9 @@
-/* sundials_lapack.h - SUNDIALS' dense Newton matrix factorized and solved with LAPACK. */
+/* sundials_lapack.h - SUNDIALS' Newton matrix, solved through its q blocks and LAPACK. */
 #ifndef MBK_SUNDIALS_LAPACK_H
 #define MBK_SUNDIALS_LAPACK_H
 
 #include <sundials/sundials_linearsolver.h>
 #include <sundials/sundials_matrix.h>
-#include <sundials/sundials_nvector.h>
 
 /* A direct linear solver of n x n SUNDIALS dense matrices (SUNDenseMatrix) through LAPACK,
    for CVodeSetLinearSolver / IDASetLinearSolver, that eliminates the leading nq (q) rows
@@ -15,10 +14,5 @@ SUNLinearSolver sd_lapack_dense_solver(int n, int nq, SUNContext ctx);
 /* An n x n SUNDIALS dense matrix (SUNDenseMatrix) whose zero, copy and scale-add-identity
    operations (and its clones') run over the contiguous storage; NULL when out of memory. */
 SUNMatrix sd_dense_matrix(int n, SUNContext ctx);
-
-/* Gives a serial N_Vector (and so every clone SUNDIALS makes of it) mbk's own linear sum,
-   scale, constant, weighted RMS norm, linear combination and scale-add-multi
-   (sundials_vector.c). */
-void sd_fast_vector_ops(N_Vector v);
 
 #endif

@@ -8,7 +8,7 @@
 
 #include <nvector/nvector_serial.h>
 
-#include "sundials_lapack.h"
+#include "sundials_vector.h"
 
 /* Lanes of the norm's partial sums: enough independent adds to hide their latency and let
    the compiler use whole vector registers. */

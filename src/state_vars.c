@@ -216,8 +216,6 @@ int st_check_finite(const mbk_state *s, mbk_stage stage)
     else if (stage == MBK_STAGE_VELOCITY) { lo = h->nq; n = h->nu; which = 1; }
     else if (stage == MBK_STAGE_DYNAMICS) { lo = h->nq + h->nu; n = h->nz; which = 2; }
     else return MBK_OK;
-    /* set_q, set_u, set_z and set_y scanned what they wrote */
-    if (h->y_checked & (1 << which)) return MBK_OK;
     const int i = mbk_find_nonfinite(y + lo, n);
     if (i >= 0)
         return mbk_set_error(MBK_ENOTFINITE, "%s[%d] is %g; cannot realize %s: set finite values first",

@@ -297,6 +297,7 @@ int mbk_state_init(mbk_state *s, const mbk_system *sys)
 
 int mbk_system_check_state(const mbk_system *sys, const mbk_state *s)
 {
+    if (sys_state_current(sys, s)) return MBK_OK;
     if (!sys) return mbk_set_error(MBK_EINVAL, "system is NULL");
     if (!s) return mbk_set_error(MBK_EINVAL, "state is NULL");
     if (!sys->topology_realized)

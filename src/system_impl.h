@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include "mbk/system.h"
+#include "state_impl.h"
 
 struct mbk_subsystem_ctx {
     const mbk_system *sys; /* owning System */
@@ -27,5 +28,12 @@ struct mbk_system {
     uint64_t stamp;           /* stamp States of this topology carry */
     mbk_state *default_state; /* built by realize_topology */
 };
+
+/* Whether s is an initialized State of sys's current topology (what mbk_system_check_state
+   checks, without its messages): the test every hot call makes first. */
+static inline bool sys_state_current(const mbk_system *sys, const mbk_state *s)
+{
+    return sys && s && s->block && sys->topology_realized && st_hdr_of(s)->stamp == sys->stamp;
+}
 
 #endif

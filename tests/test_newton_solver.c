@@ -13,6 +13,7 @@
 
 #include "mbk/mbk.h"
 #include "../integrators/sundials_lapack.h"
+#include "../integrators/sundials_vector.h"
 #include "mbk_test.h"
 #include "test_util.h"
 

@@ -24,10 +24,7 @@
 int mt_need(const mbk_matter *m, const mbk_state *s, mbk_stage stage, const char *fn)
 {
     /* the common case in a few loads: a State of this topology, far enough (as below) */
-    const mbk_system *sys = m ? m->sys : NULL;
-    if (sys && s && s->block && sys->topology_realized && st_hdr_of(s)->stamp == sys->stamp &&
-        st_sub_of(s, m->sub)->stage >= (int)stage)
-        return MBK_OK;
+    if (m && sys_state_current(m->sys, s) && st_sub_of(s, m->sub)->stage >= (int)stage) return MBK_OK;
     if (!m) return mbk_set_error(MBK_EINVAL, "%s: matter is NULL", fn);
     int rc = mbk_system_check_state(m->sys, s);
     if (rc < 0) return rc;

@@ -1052,35 +1052,8 @@ double *mt_deriv_block(const mbk_matter *m, const mbk_state *s, int n, int *ld)
     return Y;
 }
 
-/* dst[0, n) = src[0, n), and whether they are all finite (an exponent of all ones is NaN
-   or infinity): eight at a time, then one by one. */
-static inline bool copy_finite(double *restrict dst, const double *restrict src, int n)
-{
-    const uint64_t ex = UINT64_C(0x7ff0000000000000);
-    uint64_t bad = 0;
-    int k = 0;
-#if MT_VEC8
-    const mvec8 exv = (mvec8){0} + (long long)ex;
-    mvec8 b = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (; k + 8 <= n; k += 8) {
-        mvec8 t;
-        memcpy(&t, src + k, sizeof t);
-        memcpy(dst + k, &t, sizeof t);
-        b |= (t & exv) == exv;
-    }
-    for (int l = 0; l < 8; ++l) bad |= (uint64_t)b[l];
-#endif
-    for (; k < n; ++k) {
-        uint64_t t;
-        memcpy(&t, src + k, sizeof t);
-        memcpy(dst + k, &t, sizeof t);
-        bad |= (uint64_t)((t & ex) == ex);
-    }
-    return bad == 0;
-}
-
 int mt_deriv_solve_block(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1,
-                         double *X2, int ld2, int n2, bool *finite)
+                         double *X2, int ld2, int n2)
 {
     mt_dws ws = mt_dws_of(m, s);
     double *L, *LD, *Dsc, *Y;
@@ -1088,13 +1061,11 @@ int mt_deriv_solve_block(const mbk_matter *m, const mbk_state *s, double scale, 
     if (rc < 0) return rc;
     const int W = (n1 + n2 + 7) / 8 * 8;
     BLOCK_SOLVE[W / 8](m, Y, (size_t)W, LD, Dsc, L);
-    bool ok = true;
     for (int i = 0; i < m->nu; ++i) {
         const double *y = Y + (size_t)i * (size_t)W;
-        ok &= copy_finite(X1 + (size_t)i * (size_t)ld1, y, n1);
-        ok &= copy_finite(X2 + (size_t)i * (size_t)ld2, y + n1, n2);
+        copy_row(X1 + (size_t)i * (size_t)ld1, y, n1);
+        copy_row(X2 + (size_t)i * (size_t)ld2, y + n1, n2);
     }
-    *finite = ok;
     return MBK_OK;
 }
 

@@ -373,20 +373,16 @@ int mbk_system_calc_acceleration_derivatives_ld(const mbk_system *sys, mbk_state
     int ldy = 0;
     double *Y = !c.constrained && dudot_dq && dudot_du ? mt_deriv_block(m, s, c.nq + c.nu, &ldy) : NULL;
     if (Y) {
-        bool finite = false;
         if ((rc = residual_derivatives(&c, udot, Y, ldy, Y + c.nq, ldy, true, true, fn)) < 0) return rc;
-        if ((rc = mt_deriv_solve_block(m, s, 1.0, dudot_dq, ldq, c.nq, dudot_du, ldu, c.nu, &finite)) < 0)
+        if ((rc = mt_deriv_solve_block(m, s, 1.0, dudot_dq, ldq, c.nq, dudot_du, ldu, c.nu)) < 0)
             return mbk_set_error(rc, "%s: %s", fn, mbk_last_error());
-        if (finite) return MBK_OK;
-        if ((rc = check_finite(dudot_dq, c.nu, c.nq, ldq, fn, "dudot_dq")) < 0) return rc;
-        return check_finite(dudot_du, c.nu, c.nu, ldu, fn, "dudot_du");
+    } else { /* -dr in the arrays, M^-1 there */
+        if ((rc = residual_derivatives(&c, udot, dudot_dq, ldq, dudot_du, ldu, true, false, fn)) < 0) return rc;
+        if ((rc = mt_deriv_solve(m, s, 1.0, dudot_dq, ldq, c.nq, dudot_du, ldu, c.nu)) < 0)
+            return mbk_set_error(rc, "%s: %s", fn, mbk_last_error());
+        if (c.constrained && (rc = numeric_columns(&c, NUM_CONSTRAINTS, false, dudot_dq, ldq, dudot_du, ldu, fn)) < 0)
+            return rc;
     }
-    /* else -dr in the arrays, M^-1 there */
-    if ((rc = residual_derivatives(&c, udot, dudot_dq, ldq, dudot_du, ldu, true, false, fn)) < 0) return rc;
-    if ((rc = mt_deriv_solve(m, s, 1.0, dudot_dq, ldq, c.nq, dudot_du, ldu, c.nu)) < 0)
-        return mbk_set_error(rc, "%s: %s", fn, mbk_last_error());
-    if (c.constrained && (rc = numeric_columns(&c, NUM_CONSTRAINTS, false, dudot_dq, ldq, dudot_du, ldu, fn)) < 0)
-        return rc;
     if ((rc = check_finite(dudot_dq, c.nu, c.nq, ldq, fn, "dudot_dq")) < 0) return rc;
     return check_finite(dudot_du, c.nu, c.nu, ldu, fn, "dudot_du");
 }
