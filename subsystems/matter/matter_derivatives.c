@@ -31,6 +31,7 @@
 #include "mbk/derivatives.h"
 #include "mbk/status.h"
 #include "matter_impl.h"
+#include "mt_v4.h"
 
 /* ---- work space ----------------------------------------------------------- */
 
@@ -200,6 +201,7 @@ static inline mbk_vec3 vee_dR(const mbk_mat33 *dR, const mbk_mat33 *R)
     return mbk_vec3_make(0.5 * (A.m[2][1] - A.m[1][2]), 0.5 * (A.m[0][2] - A.m[2][0]), 0.5 * (A.m[1][0] - A.m[0][1]));
 }
 
+#ifndef MT_V4 /* (mt_v4.h: body_forces has its own) */
 /* The symmetric part of one body's B (see mt_dbody): with v = (w, n), Y = (m, h, I),
    B w' = Y (w' x v) + w' x* Y v + v x* Y w' works out to
    [[[w x] I - I [w x] - ([h x][n x] + [n x][h x]) - [hn x], 0], [-2 [hf x], 0]],
@@ -220,6 +222,7 @@ static void add_Bs(mt_sym3 *Bs, const mt_composite *Y, mbk_spatial_vec v)
     Bs->xz += M.m[0][2] + M.m[2][0] - h.x * n.z - n.x * h.z;
     Bs->yz += M.m[1][2] + M.m[2][1] - h.y * n.z - n.y * h.z;
 }
+#endif
 
 /* Bc w for a subtree: (Bs a + a x hn, 2 a x hf) with a = w's angular part. */
 static inline mbk_spatial_vec Bc_mul(const mt_dbody *d, mbk_spatial_vec w)
@@ -336,11 +339,99 @@ static int joint_columns(const mbk_matter *m, const mbk_state *s, int i, const m
     return MBK_OK;
 }
 
+#ifdef MT_V4
+/* A Pin's velocity, acceleration and columns with vectors (mt_v4.h: the scalar code's
+   products and sums in the same order); S from H and the body's origin; v and a also
+   returned for body_forces. */
+static void pin_body(const mt_dws *ws, int u0, int q0, const mbk_spatial_vec *H, const mbk_vec3 *pB, double u,
+                     double udot, const mt_dbody *dp, mt_dbody *di, mt_sv4 *v_out, mt_sv4 *a_out)
+{
+    const bool vel = ws->with_velocity;
+    const mt_sv4 h = sv4_load(H), zero = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+    const mt_sv4 S = {h.w, h.v - v4_cross(h.w, v4_load(&pB->x))}, vp = sv4_load(&dp->v);
+    const mt_sv4 vS = vel ? sv4_cross_motion(vp, S) : zero;
+    /* v_i = v_p + S u, a_i = a_p + S udot + (v_p x S) u */
+    const mt_sv4 v = vel ? sv4_add(vp, sv4_scale(S, u)) : zero;
+    const mt_sv4 a = sv4_add(sv4_add(sv4_load(&dp->a), sv4_scale(S, udot)), sv4_scale(vS, u));
+    sv4_store(&di->v, v);
+    sv4_store(&di->a, a);
+    mt_ducol *uc = &ws->ucol[u0];
+    mt_dcol *qc = &ws->qcol[q0];
+    sv4_store(&uc->T, S);
+    sv4_store(&qc->T, S);
+    sv4_store(&uc->alpha, sv4_add(vS, vS));
+    sv4_store(&qc->w, vS);
+    /* alpha = -(S x a_i) - w x v_i */
+    sv4_store(&qc->alpha, sv4_sub(sv4_scale(sv4_cross_motion(S, a), -1.0), sv4_cross_motion(vS, v)));
+    *v_out = v;
+    *a_out = a;
+}
+
+/* Lanes 0..2 into three doubles. */
+static inline void v4_put3(double *d, mt_v4 a) { d[0] = a[0], d[1] = a[1], d[2] = a[2]; }
+
+/* Body i's inertia about Ground's origin (mt_composite_add_shifted into zero), its force
+   Y a + v x* Y v, momentum and the symmetric part of its B (add_Bs), with vectors. */
+static void body_forces(const mbk_matter *m, const mt_pos *pos, int i, bool vel, mt_sv4 v, mt_sv4 a, mt_dbody *di)
+{
+    const mt_pos *ps = &pos[i];
+    const double mass = mt_mass_of(m, pos, i); /* the State's own, when it has its own */
+    const mt_v4 r = v4_load(&ps->X_GB.p.x), hb = v4_load_after(&ps->I_G.yz) * mass, mr = r * mass;
+    const mt_v4 Id = v4_load(&ps->I_G.xx), Io = v4_load_after(&ps->I_G.zz); /* xx yy zz, xy xz yz */
+    const mt_v4i lo = {0, 0, 1, 3}, hi = {1, 2, 2, 3};
+    const double sdiag = 2.0 * v4_dot(hb, r) + v4_dot(mr, r);
+    mt_comp4 Y;
+    Y.m = mass;
+    Y.h = hb + mr;
+    const mt_v4 d = ((Id + sdiag) - (hb * 2.0) * r) - mr * r;
+    const mt_v4 o = ((Io - __builtin_shuffle(hb, lo) * __builtin_shuffle(r, hi)) -
+                     __builtin_shuffle(r, lo) * __builtin_shuffle(hb, hi)) -
+                    __builtin_shuffle(mr, lo) * __builtin_shuffle(r, hi);
+    Y.I[0] = __builtin_shuffle(d, o, (mt_v4i){0, 4, 5, 5});
+    Y.I[1] = __builtin_shuffle(d, o, (mt_v4i){4, 1, 6, 6});
+    Y.I[2] = __builtin_shuffle(d, o, (mt_v4i){5, 6, 2, 2});
+    di->Yc.m = mass;
+    v4_put3(&di->Yc.h.x, Y.h);
+    v4_put3(&di->Yc.I.xx, d);
+    v4_put3(&di->Yc.I.xy, o);
+    const mt_sv4 h = comp4_mul(&Y, v);
+    sv4_store(&di->F, sv4_add(comp4_mul(&Y, a), sv4_cross_force(v, h)));
+    sv4_store(&di->hc, h);
+    memset(&di->Phi, 0, sizeof di->Phi);
+    memset(&di->Bs, 0, sizeof di->Bs);
+    if (!vel) return;
+    /* add_Bs: M = [w x] I by columns, then the diagonal and the off-diagonal lanes */
+    const mt_v4 w = v.w, n = v.v, hy = Y.h;
+    const mt_v4 M0 = v4_cross(w, Y.I[0]), M1 = v4_cross(w, Y.I[1]), M2 = v4_cross(w, Y.I[2]);
+    const double hn = 2.0 * v4_dot(hy, n);
+    const mt_v4 Md = {M0[0], M1[1], M2[2], 0.0}, Ma = {M1[0], M2[0], M2[1], 0.0}, Mb = {M0[1], M0[2], M1[2], 0.0};
+    v4_put3(&di->Bs.xx, (Md * 2.0 - (hy * 2.0) * n) + hn);
+    v4_put3(&di->Bs.xy, ((Ma + Mb) - __builtin_shuffle(hy, lo) * __builtin_shuffle(n, hi)) -
+                            __builtin_shuffle(n, lo) * __builtin_shuffle(hy, hi));
+}
+
+/* A row's Yc S and Bc^T S (Bc_tmul), with vectors. */
+static void row_terms(const mt_dbody *di, const mbk_spatial_vec *S_, bool vel, mt_drow *r)
+{
+    const mt_comp4 Y = comp4_load(&di->Yc);
+    const mt_sv4 S = sv4_load(S_);
+    sv4_store(&r->YcS, comp4_mul(&Y, S));
+    if (!vel) {
+        r->BtS = mbk_vec3_zero();
+        return;
+    }
+    mt_v4 B[3];
+    sym3_cols(&di->Bs, B);
+    const mt_sv4 hc = sv4_load(&di->hc);
+    v4_put3(&r->BtS.x, (sym3_cols_mul(B, S.w) + v4_cross(hc.w, S.w)) + v4_cross(hc.v, S.v) * 2.0);
+}
+#else
 /* A Pin's velocity, acceleration and columns: T = S, dS = 0, c = 0, and with S x S = 0
    the general formulas reduce to w = v_p x S (= -S x v_i) for q, alpha = 2 v_p x S for u. */
-static void pin_body(const mt_dws *ws, int u0, int q0, mbk_spatial_vec S, double u, double udot, const mt_dbody *dp,
-                     mt_dbody *di)
+static void pin_body(const mt_dws *ws, int u0, int q0, const mbk_spatial_vec *H, const mbk_vec3 *pB, double u,
+                     double udot, const mt_dbody *dp, mt_dbody *di)
 {
+    const mbk_spatial_vec S = motion_at_origin(*H, *pB);
     const bool vel = ws->with_velocity;
     const mbk_spatial_vec vS = vel ? mbk_spatial_cross_motion(dp->v, S) : mbk_spatial_vec_zero();
     /* v_i = v_p + S u, a_i = a_p + S udot + (v_p x S) u */
@@ -356,6 +447,31 @@ static void pin_body(const mt_dws *ws, int u0, int q0, mbk_spatial_vec S, double
     qc->alpha = mbk_spatial_vec_sub(mbk_spatial_vec_scale(mbk_spatial_cross_motion(S, di->a), -1.0),
                                     mbk_spatial_cross_motion(vS, di->v));
 }
+
+/* Body i's inertia about Ground's origin, its force Y a + v x* Y v, momentum and the
+   symmetric part of its B. */
+static void body_forces(const mbk_matter *m, const mt_pos *pos, int i, bool vel, mt_dbody *di)
+{
+    const double mass = mt_mass_of(m, pos, i); /* the State's own, when it has its own */
+    mt_composite Bi = {mass, mbk_vec3_scale(pos[i].c_G, mass), pos[i].I_G};
+    mt_composite Y = {0, {0, 0, 0}, {0, 0, 0, 0, 0, 0}};
+    mt_composite_add_shifted(&Y, &Bi, pos[i].X_GB.p);
+    di->Yc = Y;
+    mbk_spatial_vec h = mt_composite_mul(&Y, &di->v);
+    di->F = mbk_spatial_vec_add(mt_composite_mul(&Y, &di->a), mbk_spatial_cross_force(di->v, h));
+    di->Phi = mbk_spatial_vec_zero();
+    memset(&di->Bs, 0, sizeof di->Bs);
+    di->hc = h;
+    if (vel) add_Bs(&di->Bs, &Y, di->v);
+}
+
+/* A row's Yc S and Bc^T S. */
+static void row_terms(const mt_dbody *di, const mbk_spatial_vec *S, bool vel, mt_drow *r)
+{
+    r->YcS = mt_composite_mul(&di->Yc, S);
+    r->BtS = vel ? Bc_tmul(di, *S) : mbk_vec3_zero();
+}
+#endif
 
 /* Any other body's velocity, acceleration and columns (from its mobilizer's derivatives). */
 static int general_body(const mbk_matter *m, const mbk_state *s, int i, mt_dws *ws, const double *q, const double *qn,
@@ -419,26 +535,26 @@ int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, 
         const mt_body *b = &m->bodies[i];
         const mt_dbody *dp = &db[b->parent];
         mt_dbody *di = &db[i];
-        const mbk_vec3 pB = pos[i].X_GB.p;
         const double *ub = u + b->u0, *udb = udot ? udot + b->u0 : NULL;
+#ifdef MT_V4
         if (b->pin) {
-            pin_body(&ws, b->u0, lay[2 * i], motion_at_origin(H[b->u0], pB), ub[0], udb ? udb[0] : 0.0, dp, di);
+            mt_sv4 v, a;
+            pin_body(&ws, b->u0, lay[2 * i], &H[b->u0], &pos[i].X_GB.p, ub[0], udb ? udb[0] : 0.0, dp, di, &v, &a);
+            body_forces(m, pos, i, with_velocity, v, a, di);
+            continue;
+        }
+        int rc = general_body(m, s, i, &ws, q, qn, lay, ub, udb, pos, H, euler, dp, di);
+        if (rc < 0) return rc;
+        body_forces(m, pos, i, with_velocity, sv4_load(&di->v), sv4_load(&di->a), di);
+#else
+        if (b->pin) {
+            pin_body(&ws, b->u0, lay[2 * i], &H[b->u0], &pos[i].X_GB.p, ub[0], udb ? udb[0] : 0.0, dp, di);
         } else {
             int rc = general_body(m, s, i, &ws, q, qn, lay, ub, udb, pos, H, euler, dp, di);
             if (rc < 0) return rc;
         }
-        /* inertia about Ground's origin, forces, B */
-        const double mass = mt_mass_of(m, pos, i); /* the State's own, when it has its own */
-        mt_composite Bi = {mass, mbk_vec3_scale(pos[i].c_G, mass), pos[i].I_G};
-        mt_composite Y = {0, {0, 0, 0}, {0, 0, 0, 0, 0, 0}};
-        mt_composite_add_shifted(&Y, &Bi, pB);
-        di->Yc = Y;
-        mbk_spatial_vec h = mt_composite_mul(&Y, &di->v);
-        di->F = mbk_spatial_vec_add(mt_composite_mul(&Y, &di->a), mbk_spatial_cross_force(di->v, h));
-        di->Phi = mbk_spatial_vec_zero();
-        memset(&di->Bs, 0, sizeof di->Bs);
-        di->hc = h;
-        if (with_velocity) add_Bs(&di->Bs, &Y, di->v);
+        body_forces(m, pos, i, with_velocity, di); /* inertia about Ground's origin, forces, B */
+#endif
     }
     /* tip to base: a body's sums are complete when it is reached (its children come
        after it), so its rows' Yc S and Bc^T S, then the sums into its parent's */
@@ -448,8 +564,7 @@ int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, 
         for (int l = 0; l < b->nu; ++l) {
             mt_drow *r = &ws.row[b->u0 + l];
             const mbk_spatial_vec *S = &ws.ucol[b->u0 + l].T;
-            r->YcS = mt_composite_mul(&di->Yc, S);
-            r->BtS = with_velocity ? Bc_tmul(di, *S) : mbk_vec3_zero();
+            row_terms(di, S, with_velocity, r);
         }
         if (b->parent <= 0) continue;
         mt_dbody *dp = &db[b->parent];

@@ -102,6 +102,55 @@ static inline mt_sv4 sv4_sub(mt_sv4 a, mt_sv4 b)
     mt_sv4 r = {a.w - b.w, a.v - b.v};
     return r;
 }
+
+/* s a (s in every lane). */
+static inline mt_sv4 sv4_scale(mt_sv4 a, double s)
+{
+    mt_sv4 r = {a.w * s, a.v * s};
+    return r;
+}
+
+/* a x b for motions, in mbk_spatial_cross_motion's order: (a.w x b.w, a.w x b.v + a.v x b.w). */
+static inline mt_sv4 sv4_cross_motion(mt_sv4 a, mt_sv4 b)
+{
+    mt_sv4 r = {v4_cross(a.w, b.w), v4_cross(a.w, b.v) + v4_cross(a.v, b.w)};
+    return r;
+}
+
+/* a x* f for a motion and a force, in mbk_spatial_cross_force's order:
+   (a.w x f.w + a.v x f.v, a.w x f.v). */
+static inline mt_sv4 sv4_cross_force(mt_sv4 a, mt_sv4 f)
+{
+    mt_sv4 r = {v4_cross(a.w, f.w) + v4_cross(a.v, f.v), v4_cross(a.w, f.v)};
+    return r;
+}
+
+/* A 3-vector in lanes 0..2 (lane 3 zero), from its three numbers. */
+static inline mt_v4 v4_of(mbk_vec3 a) { return (mt_v4){a.x, a.y, a.z, 0.0}; }
+
+/* A composite inertia (mt_composite) as vectors. */
+typedef struct mt_comp4 {
+    mt_v4 I[3]; /* the inertia by columns (sym3_cols) */
+    mt_v4 h;    /* the first mass moment */
+    double m;   /* the mass */
+} mt_comp4;
+
+/* A composite inertia's vectors (its loads stay inside the struct). */
+static inline mt_comp4 comp4_load(const mt_composite *Y)
+{
+    mt_comp4 r;
+    sym3_cols(&Y->I, r.I);
+    r.h = v4_load(&Y->h.x);
+    r.m = Y->m;
+    return r;
+}
+
+/* Y V in mt_composite_mul's order: (I w + h x v, m v - h x w). */
+static inline mt_sv4 comp4_mul(const mt_comp4 *Y, mt_sv4 V)
+{
+    mt_sv4 r = {sym3_cols_mul(Y->I, V.w) + v4_cross(Y->h, V.v), V.v * Y->m - v4_cross(Y->h, V.w)};
+    return r;
+}
 #endif
 
 #endif
