@@ -47,88 +47,6 @@ static int small_inverse(double *A, int n, double tol)
     return 1;
 }
 
-/* Size of the terms that form H^T P H: max_j |H_j|^2 times the trace of P
-   bounds every |H_i^T P H_j| when P is positive semidefinite. A pivot below
-   1e-13 of it is round-off: the body has no inertia along that mobility.
-   (Sums of squares and a trace: no absolute values or maxima to chain.) */
-static inline double pivot_tolerance(const mt_inertia *P, const mbk_spatial_vec *Hb, int nu)
-{
-    double h = 0.0;
-    for (int j = 0; j < nu; ++j) {
-        double hj = mbk_vec3_norm2(Hb[j].w) + mbk_vec3_norm2(Hb[j].v);
-        h = hj > h ? hj : h;
-    }
-    return 1e-13 * h * (P->A.xx + P->A.yy + P->A.zz + P->D.xx + P->D.yy + P->D.zz);
-}
-
-/* One body's D^-1, G and (when Pplus is not NULL) P+ = P - P H D^-1 H^T P for any
-   number of u. A body on Ground passes no P+ on (Ground's is never used). */
-__attribute__((noinline)) static int abi_general(const mt_inertia *P, const mbk_spatial_vec *Hb, int nu, double *Dinv,
-                       mbk_spatial_vec *G, mt_inertia *Pplus)
-{
-    mbk_spatial_vec PH[MBK_MOBILIZER_MAX_U];
-    for (int j = 0; j < nu; ++j) PH[j] = mt_inertia_mul(P, &Hb[j]);
-    /* D = H^T P H is symmetric: small_inverse reads its lower triangle only */
-    for (int r = 0; r < nu; ++r)
-        for (int j = 0; j <= r; ++j) Dinv[r * nu + j] = mbk_spatial_vec_dot(Hb[r], PH[j]);
-    if (nu && !small_inverse(Dinv, nu, pivot_tolerance(P, Hb, nu))) return -1;
-    for (int j = 0; j < nu; ++j) {
-        mbk_spatial_vec g = mbk_spatial_vec_zero();
-        for (int r = 0; r < nu; ++r) g = mbk_spatial_vec_add(g, mbk_spatial_vec_scale(PH[r], Dinv[r * nu + j]));
-        G[j] = g;
-    }
-    if (!Pplus) return 0;
-    /* one term g_j PH_j^T is not symmetric but their sum is: the upper
-       triangle accumulated term by term is all the symmetric storage needs */
-    *Pplus = *P;
-    for (int j = 0; j < nu; ++j) mt_inertia_downdate(Pplus, Pplus, &G[j], &PH[j]);
-    return 0;
-}
-
-/* The same for one u, the common case: D is a scalar. */
-static int abi_one_dof(const mt_inertia *P, const mbk_spatial_vec *h, double *Dinv,
-                       mbk_spatial_vec *G, mt_inertia *Pplus)
-{
-    mbk_spatial_vec PH = mt_inertia_mul(P, h);
-    double D = mbk_spatial_vec_dot(*h, PH);
-    if (!(D > pivot_tolerance(P, h, 1))) return -1;
-    Dinv[0] = 1.0 / D;
-    *G = mbk_spatial_vec_scale(PH, Dinv[0]);
-    mt_inertia_downdate(Pplus, P, G, &PH);
-    return 0;
-}
-
-/* The same for a spin, H = (a, 0): P H = (A a, B^T a) and D = a . A a. */
-static int abi_spin(const mt_inertia *P, const mbk_spatial_vec *h, double *Dinv,
-                    mbk_spatial_vec *G, mt_inertia *Pplus)
-{
-    mbk_vec3 a = h->w;
-    const double(*B)[3] = P->B.m;
-    mbk_spatial_vec PH;
-    PH.w = mt_sym3_mul(&P->A, a);
-    PH.v = mbk_vec3_make(B[0][0] * a.x + B[1][0] * a.y + B[2][0] * a.z,
-                         B[0][1] * a.x + B[1][1] * a.y + B[2][1] * a.z,
-                         B[0][2] * a.x + B[1][2] * a.y + B[2][2] * a.z);
-    double D = mbk_vec3_dot(a, PH.w);
-    if (!(D > pivot_tolerance(P, h, 1))) return -1;
-    Dinv[0] = 1.0 / D;
-    *G = mbk_spatial_vec_scale(PH, Dinv[0]);
-    mt_inertia_downdate(Pplus, P, G, &PH);
-    return 0;
-}
-
-/* Whether every entry of an articulated inertia is finite. */
-static bool sym3_finite(const mt_sym3 *a)
-{
-    return isfinite(a->xx) && isfinite(a->yy) && isfinite(a->zz) && isfinite(a->xy) && isfinite(a->xz) &&
-           isfinite(a->yz);
-}
-
-static bool inertia_finite(const mt_inertia *P)
-{
-    return sym3_finite(&P->A) && sym3_finite(&P->D) && mbk_mat33_is_finite(P->B);
-}
-
 #ifdef MT_V4
 /* A one-dof body's step of the ABI sweep on vectors (mt_v4.h): the same products and
    sums as abi_one_dof, mt_inertia_downdate, the G shift and mt_inertia_add_shifted, in
@@ -246,6 +164,116 @@ static inline void ichunks_add_to(mt_inertia *P, const mt_ichunks *S)
     d[20] += S->last;
 }
 
+#endif
+
+/* Size of the terms that form H^T P H: max_j |H_j|^2 times the trace of P
+   bounds every |H_i^T P H_j| when P is positive semidefinite. A pivot below
+   1e-13 of it is round-off: the body has no inertia along that mobility.
+   (Sums of squares and a trace: no absolute values or maxima to chain.) */
+static inline double pivot_tolerance(const mt_inertia *P, const mbk_spatial_vec *Hb, int nu)
+{
+    double h = 0.0;
+    for (int j = 0; j < nu; ++j) {
+        double hj = mbk_vec3_norm2(Hb[j].w) + mbk_vec3_norm2(Hb[j].v);
+        h = hj > h ? hj : h;
+    }
+    return 1e-13 * h * (P->A.xx + P->A.yy + P->A.zz + P->D.xx + P->D.yy + P->D.zz);
+}
+
+/* One body's D^-1, G and (when Pplus is not NULL) P+ = P - P H D^-1 H^T P for any
+   number of u. A body on Ground passes no P+ on (Ground's is never used). */
+static int abi_general(const mt_inertia *P, const mbk_spatial_vec *Hb, int nu, double *Dinv,
+                       mbk_spatial_vec *G, mt_inertia *Pplus)
+{
+    mbk_spatial_vec PH[MBK_MOBILIZER_MAX_U];
+#ifdef MT_V4
+    /* the same sums on vectors (mt_v4.h), the same bits */
+    const mt_ichunks k = ichunks_load(P);
+    const mt_icols c = icols_of(&k);
+    mt_sv4 PHv[MBK_MOBILIZER_MAX_U], Hv[MBK_MOBILIZER_MAX_U];
+    for (int j = 0; j < nu; ++j) {
+        Hv[j] = sv4_load(&Hb[j]);
+        PHv[j] = icols_mul(&c, Hv[j]);
+    }
+    for (int r = 0; r < nu; ++r)
+        for (int j = 0; j <= r; ++j) Dinv[r * nu + j] = v4_dot(Hv[r].w, PHv[j].w) + v4_dot(Hv[r].v, PHv[j].v);
+    if (nu && !small_inverse(Dinv, nu, pivot_tolerance(P, Hb, nu))) return -1;
+    for (int j = 0; j < nu; ++j) {
+        mt_sv4 g = {{0.0, 0.0, 0.0, 0.0}, {0.0, 0.0, 0.0, 0.0}};
+        for (int r = 0; r < nu; ++r) {
+            const mt_v4 d = {Dinv[r * nu + j], Dinv[r * nu + j], Dinv[r * nu + j], Dinv[r * nu + j]};
+            g = sv4_add(g, (mt_sv4){PHv[r].w * d, PHv[r].v * d});
+        }
+        sv4_store(&G[j], g);
+    }
+    if (!Pplus) return 0;
+    for (int j = 0; j < nu; ++j) sv4_store(&PH[j], PHv[j]);
+#else
+    for (int j = 0; j < nu; ++j) PH[j] = mt_inertia_mul(P, &Hb[j]);
+    /* D = H^T P H is symmetric: small_inverse reads its lower triangle only */
+    for (int r = 0; r < nu; ++r)
+        for (int j = 0; j <= r; ++j) Dinv[r * nu + j] = mbk_spatial_vec_dot(Hb[r], PH[j]);
+    if (nu && !small_inverse(Dinv, nu, pivot_tolerance(P, Hb, nu))) return -1;
+    for (int j = 0; j < nu; ++j) {
+        mbk_spatial_vec g = mbk_spatial_vec_zero();
+        for (int r = 0; r < nu; ++r) g = mbk_spatial_vec_add(g, mbk_spatial_vec_scale(PH[r], Dinv[r * nu + j]));
+        G[j] = g;
+    }
+#endif
+    if (!Pplus) return 0;
+    /* one term g_j PH_j^T is not symmetric but their sum is: the upper
+       triangle accumulated term by term is all the symmetric storage needs */
+    *Pplus = *P;
+    for (int j = 0; j < nu; ++j) mt_inertia_downdate(Pplus, Pplus, &G[j], &PH[j]);
+    return 0;
+}
+
+/* The same for one u, the common case: D is a scalar. */
+static int abi_one_dof(const mt_inertia *P, const mbk_spatial_vec *h, double *Dinv,
+                       mbk_spatial_vec *G, mt_inertia *Pplus)
+{
+    mbk_spatial_vec PH = mt_inertia_mul(P, h);
+    double D = mbk_spatial_vec_dot(*h, PH);
+    if (!(D > pivot_tolerance(P, h, 1))) return -1;
+    Dinv[0] = 1.0 / D;
+    *G = mbk_spatial_vec_scale(PH, Dinv[0]);
+    mt_inertia_downdate(Pplus, P, G, &PH);
+    return 0;
+}
+
+/* The same for a spin, H = (a, 0): P H = (A a, B^T a) and D = a . A a. */
+static int abi_spin(const mt_inertia *P, const mbk_spatial_vec *h, double *Dinv,
+                    mbk_spatial_vec *G, mt_inertia *Pplus)
+{
+    mbk_vec3 a = h->w;
+    const double(*B)[3] = P->B.m;
+    mbk_spatial_vec PH;
+    PH.w = mt_sym3_mul(&P->A, a);
+    PH.v = mbk_vec3_make(B[0][0] * a.x + B[1][0] * a.y + B[2][0] * a.z,
+                         B[0][1] * a.x + B[1][1] * a.y + B[2][1] * a.z,
+                         B[0][2] * a.x + B[1][2] * a.y + B[2][2] * a.z);
+    double D = mbk_vec3_dot(a, PH.w);
+    if (!(D > pivot_tolerance(P, h, 1))) return -1;
+    Dinv[0] = 1.0 / D;
+    *G = mbk_spatial_vec_scale(PH, Dinv[0]);
+    mt_inertia_downdate(Pplus, P, G, &PH);
+    return 0;
+}
+
+/* Whether every entry of an articulated inertia is finite. */
+static bool sym3_finite(const mt_sym3 *a)
+{
+    return isfinite(a->xx) && isfinite(a->yy) && isfinite(a->zz) && isfinite(a->xy) && isfinite(a->xz) &&
+           isfinite(a->yz);
+}
+
+static bool inertia_finite(const mt_inertia *P)
+{
+    return sym3_finite(&P->A) && sym3_finite(&P->D) && mbk_mat33_is_finite(P->B);
+}
+
+
+#ifdef MT_V4
 /* abi_one_dof or abi_spin, the G shift and the parent's sum for one body; -1 as they. */
 static inline int abi_one_dof_v4(mt_abi *abi, const mt_node *b, int i, const mbk_spatial_vec *h,
                                  const mt_pos *pos)
@@ -338,6 +366,20 @@ int mt_realize_dynamics(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     return 0;
 }
 
+/* P V for the sweeps: mt_inertia_mul, on vectors where there are (the same bits). */
+static inline mbk_spatial_vec aba_inertia_mul(const mt_inertia *P, const mbk_spatial_vec *V)
+{
+#ifdef MT_V4
+    const mt_ichunks k = ichunks_load(P);
+    const mt_icols c = icols_of(&k);
+    mbk_spatial_vec r;
+    sv4_store(&r, icols_mul(&c, sv4_load(V)));
+    return r;
+#else
+    return mt_inertia_mul(P, V);
+#endif
+}
+
 /* The articulated-body sweeps: udot from mobility forces tau, body forces F
    and (when with_velocity) the velocity terms. A and z are scratch arrays.
    G is stored shifted to the parent's origin, so G^T X A_P needs no shift of
@@ -360,7 +402,7 @@ void mt_aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
         const mt_node *b = &m->nodes[i];
         const mbk_spatial_vec *Hb = H + b->u0, *Gb = abi.G + b->u0;
         mbk_spatial_vec zi = b->fed ? mbk_spatial_vec_add(z[i], carry) : carry;
-        if (vel) zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_add(mt_inertia_mul(&abi.P[i], &vel[i].a_c), vel[i].b));
+        if (vel) zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_add(aba_inertia_mul(&abi.P[i], &vel[i].a_c), vel[i].b));
         if (F) zi = mbk_spatial_vec_sub(zi, F[i]);
         mbk_spatial_vec zp = mbk_spatial_shift_force(zi, mbk_vec3_neg(pos[i].r_PB));
         if (b->spin) { /* H = (a, 0): H^T z is a . z_w */
