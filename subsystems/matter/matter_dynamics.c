@@ -8,33 +8,163 @@
 #include "mbk/status.h"
 
 #include "matter_impl.h"
+#include "mt_v4.h"
 
-/* Invert a small symmetric positive-definite matrix in place (Gauss-Jordan);
-   0 if a pivot is not above tol (singular to round-off). */
+/* Invert a small symmetric positive-definite matrix in place through A = L diag(d) L^T
+   (no pivoting: a symmetric positive-definite matrix needs none), a third of the
+   flops of Gauss-Jordan; 0 if a pivot d_k is not above tol (singular to round-off).
+   Reads the lower triangle; writes the full inverse, exactly symmetric. */
 static int small_inverse(double *A, int n, double tol)
 {
-    double inv[MBK_MOBILIZER_MAX_U * MBK_MOBILIZER_MAX_U] = {0};
-    for (int i = 0; i < n; ++i) inv[i * n + i] = 1.0;
-    for (int col = 0; col < n; ++col) {
-        int piv = col;
-        for (int r = col + 1; r < n; ++r)
-            if (fabs(A[r * n + col]) > fabs(A[piv * n + col])) piv = r;
-        if (!(fabs(A[piv * n + col]) > tol)) return 0;
-        for (int j = 0; j < n; ++j) {
-            double t = A[col * n + j]; A[col * n + j] = A[piv * n + j]; A[piv * n + j] = t;
-            t = inv[col * n + j]; inv[col * n + j] = inv[piv * n + j]; inv[piv * n + j] = t;
-        }
-        double d = 1.0 / A[col * n + col]; /* one division per pivot, not 2n */
-        for (int j = 0; j < n; ++j) { A[col * n + j] *= d; inv[col * n + j] *= d; }
-        for (int r = 0; r < n; ++r) {
-            if (r == col) continue;
-            double f = A[r * n + col];
-            for (int j = 0; j < n; ++j) { A[r * n + j] -= f * A[col * n + j]; inv[r * n + j] -= f * inv[col * n + j]; }
+    double L[MBK_MOBILIZER_MAX_U][MBK_MOBILIZER_MAX_U], d[MBK_MOBILIZER_MAX_U], dinv[MBK_MOBILIZER_MAX_U];
+    /* the factor, column by column: d_k and the column below it (L_ik d_k first, then / d_k) */
+    for (int k = 0; k < n; ++k) {
+        double dk = A[k * n + k];
+        for (int j = 0; j < k; ++j) dk -= L[k][j] * L[k][j] * d[j];
+        if (!(dk > tol)) return 0;
+        d[k] = dk;
+        dinv[k] = 1.0 / dk; /* one division per pivot */
+        for (int i = k + 1; i < n; ++i) {
+            double x = A[i * n + k];
+            for (int j = 0; j < k; ++j) x -= L[i][j] * L[k][j] * d[j];
+            L[i][k] = x * dinv[k];
         }
     }
-    memcpy(A, inv, (size_t)(n * n) * sizeof(double));
+    /* W = L^-1 (unit lower triangular), in place of L's strict lower triangle */
+    for (int j = 0; j < n; ++j)
+        for (int i = j + 1; i < n; ++i) {
+            double x = -L[i][j];
+            for (int k = j + 1; k < i; ++k) x -= L[i][k] * L[k][j];
+            L[i][j] = x;
+        }
+    /* A^-1 = W^T diag(1/d) W: entry (i, j), i <= j, sums over k >= j (W_kk = 1) */
+    for (int i = 0; i < n; ++i)
+        for (int j = i; j < n; ++j) {
+            double x = (j == i ? 1.0 : L[j][i]) * dinv[j];
+            for (int k = j + 1; k < n; ++k) x += L[k][i] * L[k][j] * dinv[k];
+            A[i * n + j] = A[j * n + i] = x;
+        }
     return 1;
 }
+
+#ifdef MT_V4
+/* A one-dof body's step of the ABI sweep on vectors (mt_v4.h): the same products and
+   sums as abi_one_dof, mt_inertia_downdate, the G shift and mt_inertia_add_shifted, in
+   the same order, so the same bits. An articulated inertia is read and added to in
+   memory as five 4-double chunks and a last double, at the offsets where it is written:
+   the parent's loads then take their data from the child's stores. */
+_Static_assert(sizeof(mt_inertia) == 21 * sizeof(double) && offsetof(mt_inertia, B) == 6 * sizeof(double) &&
+               offsetof(mt_inertia, D) == 15 * sizeof(double), "mt_inertia: 21 packed doubles");
+
+/* An articulated inertia's 21 numbers: {Axx Ayy Azz Axy} {Axz Ayz B00 B01} {B02 B10 B11 B12}
+   {B20 B21 B22 Dxx} {Dyy Dzz Dxy Dxz} and Dyz. */
+typedef struct mt_ichunks {
+    mt_v4 c[5]; /* the first 20 numbers */
+    double last; /* Dyz */
+} mt_ichunks;
+
+/* An articulated inertia by columns and rows (lane 3 a copy of lane 2). */
+typedef struct mt_icols {
+    mt_v4 A[3], D[3]; /* columns of the symmetric blocks */
+    mt_v4 Br[3], Bc[3]; /* rows and columns of B */
+} mt_icols;
+
+static inline mt_ichunks ichunks_load(const mt_inertia *P)
+{
+    const double *d = &P->A.xx;
+    mt_ichunks k = {{v4_load(d), v4_load(d + 4), v4_load(d + 8), v4_load(d + 12), v4_load(d + 16)}, d[20]};
+    return k;
+}
+
+/* Columns and rows from the chunks. */
+static inline mt_icols icols_of(const mt_ichunks *k)
+{
+    const mt_v4 *c = k->c, l = {k->last, k->last, k->last, k->last};
+    mt_icols a;
+    a.A[0] = __builtin_shuffle(c[0], c[1], (mt_v4i){0, 3, 4, 4}); /* xx xy xz */
+    a.A[1] = __builtin_shuffle(c[0], c[1], (mt_v4i){3, 1, 5, 5}); /* xy yy yz */
+    a.A[2] = __builtin_shuffle(c[0], c[1], (mt_v4i){4, 5, 2, 2}); /* xz yz zz */
+    a.D[0] = __builtin_shuffle(c[3], c[4], (mt_v4i){3, 6, 7, 7});
+    a.D[1] = __builtin_shuffle(c[4], l, (mt_v4i){2, 0, 4, 4});
+    a.D[2] = __builtin_shuffle(c[4], l, (mt_v4i){3, 4, 1, 1});
+    a.Br[0] = __builtin_shuffle(c[1], c[2], (mt_v4i){2, 3, 4, 4});
+    a.Br[1] = __builtin_shuffle(c[2], (mt_v4i){1, 2, 3, 3});
+    a.Br[2] = __builtin_shuffle(c[3], (mt_v4i){0, 1, 2, 2});
+    const mt_v4 b01 = __builtin_shuffle(c[1], c[2], (mt_v4i){2, 5, 3, 6}); /* B00 B10 B01 B11 */
+    a.Bc[0] = __builtin_shuffle(b01, c[3], (mt_v4i){0, 1, 4, 4});
+    a.Bc[1] = __builtin_shuffle(b01, c[3], (mt_v4i){2, 3, 5, 5});
+    a.Bc[2] = __builtin_shuffle(c[2], c[3], (mt_v4i){0, 3, 6, 6});
+    return a;
+}
+
+/* P V (mt_inertia_mul's order). */
+static inline mt_sv4 icols_mul(const mt_icols *P, mt_sv4 V)
+{
+    mt_sv4 r;
+    r.w = sym3_cols_mul(P->A, V.w) +
+          (P->Bc[0] * v4_lane(V.v, 0) + P->Bc[1] * v4_lane(V.v, 1) + P->Bc[2] * v4_lane(V.v, 2));
+    r.v = sym3_cols_mul(P->D, V.v) +
+          (P->Br[0] * v4_lane(V.w, 0) + P->Br[1] * v4_lane(V.w, 1) + P->Br[2] * v4_lane(V.w, 2));
+    return r;
+}
+
+/* The upper triangle of S - g h^T by columns (mt_sym3_minus_outer). */
+static inline void sym3_cols_downdate(mt_v4 c[3], mt_v4 g, mt_v4 h)
+{
+    c[0] = c[0] - v4_lane(g, 0) * h;
+    c[1] = c[1] - __builtin_shuffle(g, (mt_v4i){0, 1, 1, 1}) * __builtin_shuffle(h, (mt_v4i){1, 1, 2, 2});
+    c[2] = c[2] - g * v4_lane(h, 2);
+}
+
+/* P+ = P - g h^T (mt_inertia_downdate), by columns and rows. */
+static inline void icols_downdate(mt_icols *P, mt_sv4 g, mt_sv4 h)
+{
+    sym3_cols_downdate(P->A, g.w, h.w);
+    sym3_cols_downdate(P->D, g.v, h.v);
+    for (int i = 0; i < 3; ++i) {
+        P->Br[i] = P->Br[i] - v4_lane(g.w, i) * h.v;
+        P->Bc[i] = P->Bc[i] - g.w * v4_lane(h.v, i);
+    }
+}
+
+/* S taken to the parent's origin (mt_inertia_shifted) as chunks. */
+static inline mt_ichunks icols_shifted(const mt_icols *S, mt_v4 r)
+{
+    const mt_v4 rx = v4_lane(r, 0), ry = v4_lane(r, 1), rz = v4_lane(r, 2);
+    mt_v4 Tc[3], Tr[3], SA[3];
+    /* T = B + r~ D by columns and by rows (D symmetric: its rows are its columns) */
+    for (int j = 0; j < 3; ++j) Tc[j] = S->Bc[j] + v4_cross(r, S->D[j]);
+    Tr[0] = S->Br[0] + (ry * S->D[2] - rz * S->D[1]);
+    Tr[1] = S->Br[1] + (rz * S->D[0] - rx * S->D[2]);
+    Tr[2] = S->Br[2] + (rx * S->D[1] - ry * S->D[0]);
+    /* column j of the angular block: A_ij + (r x B_j)_i + (r x T_i)_j */
+    SA[0] = (S->A[0] + v4_cross(r, S->Br[0])) + (ry * Tc[2] - rz * Tc[1]);
+    SA[1] = (S->A[1] + v4_cross(r, S->Br[1])) + (rz * Tc[0] - rx * Tc[2]);
+    SA[2] = (S->A[2] + v4_cross(r, S->Br[2])) + (rx * Tc[1] - ry * Tc[0]);
+    mt_ichunks k;
+    const mt_v4 a = __builtin_shuffle(SA[0], SA[1], (mt_v4i){0, 5, 0, 4});
+    k.c[0] = __builtin_shuffle(a, SA[2], (mt_v4i){0, 1, 6, 3});
+    k.c[1] = __builtin_shuffle(SA[2], Tr[0], (mt_v4i){0, 1, 4, 5});
+    k.c[2] = __builtin_shuffle(Tr[0], Tr[1], (mt_v4i){2, 4, 5, 6});
+    k.c[3] = __builtin_shuffle(Tr[2], S->D[0], (mt_v4i){0, 1, 2, 4});
+    const mt_v4 d = __builtin_shuffle(S->D[1], S->D[2], (mt_v4i){1, 6, 1, 6}); /* yy zz */
+    k.c[4] = __builtin_shuffle(d, S->D[0], (mt_v4i){0, 1, 5, 6});
+    k.last = S->D[1][2];
+    return k;
+}
+
+/* *P += S. */
+static inline void ichunks_add_to(mt_inertia *P, const mt_ichunks *S)
+{
+    double *d = &P->A.xx;
+    for (int j = 0; j < 5; ++j) {
+        const mt_v4 x = v4_load(d + 4 * j) + S->c[j];
+        memcpy(d + 4 * j, &x, sizeof x);
+    }
+    d[20] += S->last;
+}
+
+#endif
 
 /* Size of the terms that form H^T P H: max_j |H_j|^2 times the trace of P
    bounds every |H_i^T P H_j| when P is positive semidefinite. A pivot below
@@ -50,24 +180,51 @@ static inline double pivot_tolerance(const mt_inertia *P, const mbk_spatial_vec 
     return 1e-13 * h * (P->A.xx + P->A.yy + P->A.zz + P->D.xx + P->D.yy + P->D.zz);
 }
 
-/* One body's D^-1, G and P+ = P - P H D^-1 H^T P for any number of u. */
+/* One body's D^-1, G and (when Pplus is not NULL) P+ = P - P H D^-1 H^T P for any
+   number of u. A body on Ground passes no P+ on (Ground's is never used). */
 static int abi_general(const mt_inertia *P, const mbk_spatial_vec *Hb, int nu, double *Dinv,
                        mbk_spatial_vec *G, mt_inertia *Pplus)
 {
     mbk_spatial_vec PH[MBK_MOBILIZER_MAX_U];
-    for (int j = 0; j < nu; ++j) PH[j] = mt_inertia_mul(P, &Hb[j]);
+#ifdef MT_V4
+    /* the same sums on vectors (mt_v4.h), the same bits */
+    const mt_ichunks k = ichunks_load(P);
+    const mt_icols c = icols_of(&k);
+    mt_sv4 PHv[MBK_MOBILIZER_MAX_U], Hv[MBK_MOBILIZER_MAX_U];
+    for (int j = 0; j < nu; ++j) {
+        Hv[j] = sv4_load(&Hb[j]);
+        PHv[j] = icols_mul(&c, Hv[j]);
+    }
     for (int r = 0; r < nu; ++r)
-        for (int j = 0; j < nu; ++j) Dinv[r * nu + j] = mbk_spatial_vec_dot(Hb[r], PH[j]);
+        for (int j = 0; j <= r; ++j) Dinv[r * nu + j] = v4_dot(Hv[r].w, PHv[j].w) + v4_dot(Hv[r].v, PHv[j].v);
     if (nu && !small_inverse(Dinv, nu, pivot_tolerance(P, Hb, nu))) return -1;
-    *Pplus = *P;
+    for (int j = 0; j < nu; ++j) {
+        mt_sv4 g = {{0.0, 0.0, 0.0, 0.0}, {0.0, 0.0, 0.0, 0.0}};
+        for (int r = 0; r < nu; ++r) {
+            const mt_v4 d = {Dinv[r * nu + j], Dinv[r * nu + j], Dinv[r * nu + j], Dinv[r * nu + j]};
+            g = sv4_add(g, (mt_sv4){PHv[r].w * d, PHv[r].v * d});
+        }
+        sv4_store(&G[j], g);
+    }
+    if (!Pplus) return 0;
+    for (int j = 0; j < nu; ++j) sv4_store(&PH[j], PHv[j]);
+#else
+    for (int j = 0; j < nu; ++j) PH[j] = mt_inertia_mul(P, &Hb[j]);
+    /* D = H^T P H is symmetric: small_inverse reads its lower triangle only */
+    for (int r = 0; r < nu; ++r)
+        for (int j = 0; j <= r; ++j) Dinv[r * nu + j] = mbk_spatial_vec_dot(Hb[r], PH[j]);
+    if (nu && !small_inverse(Dinv, nu, pivot_tolerance(P, Hb, nu))) return -1;
     for (int j = 0; j < nu; ++j) {
         mbk_spatial_vec g = mbk_spatial_vec_zero();
         for (int r = 0; r < nu; ++r) g = mbk_spatial_vec_add(g, mbk_spatial_vec_scale(PH[r], Dinv[r * nu + j]));
         G[j] = g;
-        /* one term g_j PH_j^T is not symmetric but their sum is: the upper
-           triangle accumulated term by term is all the symmetric storage needs */
-        mt_inertia_downdate(Pplus, Pplus, &G[j], &PH[j]);
     }
+#endif
+    if (!Pplus) return 0;
+    /* one term g_j PH_j^T is not symmetric but their sum is: the upper
+       triangle accumulated term by term is all the symmetric storage needs */
+    *Pplus = *P;
+    for (int j = 0; j < nu; ++j) mt_inertia_downdate(Pplus, Pplus, &G[j], &PH[j]);
     return 0;
 }
 
@@ -115,6 +272,54 @@ static bool inertia_finite(const mt_inertia *P)
     return sym3_finite(&P->A) && sym3_finite(&P->D) && mbk_mat33_is_finite(P->B);
 }
 
+
+#ifdef MT_V4
+/* abi_one_dof or abi_spin, the G shift and the parent's sum for one body; -1 as they. */
+static inline int abi_one_dof_v4(mt_abi *abi, const mt_node *b, int i, const mbk_spatial_vec *h,
+                                 const mt_pos *pos)
+{
+    const mt_inertia *P = &abi->P[i];
+    const mt_ichunks k = ichunks_load(P);
+    mt_icols c = icols_of(&k);
+    const mt_sv4 hv = sv4_load(h);
+    mt_sv4 PH;
+    double D;
+    if (b->spin) { /* H = (a, 0): P H = (A a, B^T a) and D = a . A a (abi_spin) */
+        PH.w = sym3_cols_mul(c.A, hv.w);
+        PH.v = c.Br[0] * v4_lane(hv.w, 0) + c.Br[1] * v4_lane(hv.w, 1) + c.Br[2] * v4_lane(hv.w, 2);
+        D = v4_dot(hv.w, PH.w);
+    } else {
+        PH = icols_mul(&c, hv);
+        D = v4_dot(hv.w, PH.w) + v4_dot(hv.v, PH.v);
+    }
+    if (!(D > pivot_tolerance(P, h, 1))) return -1;
+    const double Dinv = 1.0 / D;
+    abi->Dinv[b->d0] = Dinv;
+    const mt_v4 s = {Dinv, Dinv, Dinv, Dinv};
+    const mt_sv4 G = {PH.w * s, PH.v * s};
+    const mt_v4 r = v4_load(&pos->r_PB.x), nr = -r; /* lane 3: I_G.xx (mt_pos) */
+    sv4_store(&abi->G[b->u0], (mt_sv4){G.w - v4_cross(nr, G.v), G.v});
+    if (b->parent == 0) return 0; /* Ground's articulated inertia is never used */
+    icols_downdate(&c, G, PH);
+    const mt_ichunks S = icols_shifted(&c, r);
+    ichunks_add_to(&abi->P[b->parent], &S);
+    return 0;
+}
+#endif
+
+/* Why body i's D could not be inverted: overflow or a singularity. */
+static int abi_error(const mt_inertia *P, int i)
+{
+    if (!inertia_finite(P)) /* not a singularity: the numbers overflowed */
+        return mbk_set_error(MBK_ENOTFINITE, "body %d: its articulated inertia overflowed (is not finite): "
+                             "the masses, inertias or distances (q, frame offsets) of the bodies it carries "
+                             "are too large for double precision; keep mass and inertia below %g "
+                             "(MBK_MASS_PROPS_MAX) and distances moderate, e.g. with larger units", i,
+                             MBK_MASS_PROPS_MAX);
+    return mbk_set_error(MBK_ESINGULAR, "body %d: articulated inertia is singular along its "
+                         "mobilities; give massless bodies a massive child or add mass", i);
+}
+
 /* Articulated-body inertias, tip to base; computed once per Position realization. */
 int mt_realize_abi(const mbk_matter *m, const mbk_state *s)
 {
@@ -129,20 +334,18 @@ int mt_realize_abi(const mbk_matter *m, const mbk_state *s)
     for (int i = m->nb - 1; i >= 1; --i) {
         const mt_node *b = &m->nodes[i];
         mt_inertia Pplus;
+#ifdef MT_V4
+        if (b->nu == 1) {
+            if (abi_one_dof_v4(&abi, b, i, &H[b->u0], &pos[i]) == 0) continue;
+            return abi_error(&abi.P[i], i);
+        }
+#endif
         double *Dinv = abi.Dinv + b->d0;
         mbk_spatial_vec *G = abi.G + b->u0;
         int rc = b->spin      ? abi_spin(&abi.P[i], &H[b->u0], Dinv, G, &Pplus)
                  : b->nu == 1 ? abi_one_dof(&abi.P[i], &H[b->u0], Dinv, G, &Pplus)
-                              : abi_general(&abi.P[i], H + b->u0, b->nu, Dinv, G, &Pplus);
-        if (rc < 0 && !inertia_finite(&abi.P[i])) /* not a singularity: the numbers overflowed */
-            return mbk_set_error(MBK_ENOTFINITE, "body %d: its articulated inertia overflowed (is not finite): "
-                                 "the masses, inertias or distances (q, frame offsets) of the bodies it carries "
-                                 "are too large for double precision; keep mass and inertia below %g "
-                                 "(MBK_MASS_PROPS_MAX) and distances moderate, e.g. with larger units", i,
-                                 MBK_MASS_PROPS_MAX);
-        if (rc < 0)
-            return mbk_set_error(MBK_ESINGULAR, "body %d: articulated inertia is singular along its "
-                                 "mobilities; give massless bodies a massive child or add mass", i);
+                              : abi_general(&abi.P[i], H + b->u0, b->nu, Dinv, G, b->parent ? &Pplus : NULL);
+        if (rc < 0) return abi_error(&abi.P[i], i);
         for (int j = 0; j < b->nu; ++j) G[j] = mbk_spatial_shift_force(G[j], mbk_vec3_neg(pos[i].r_PB));
         if (b->parent == 0) continue; /* Ground's articulated inertia is never used */
         mt_inertia_add_shifted(&abi.P[b->parent], &Pplus, pos[i].r_PB);
@@ -161,6 +364,20 @@ int mt_realize_dynamics(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     const mbk_matter *m = impl;
     memset(mt_cache(m, s, C_FORCES), 0, forces_bytes(m));
     return 0;
+}
+
+/* P V for the sweeps: mt_inertia_mul, on vectors where there are (the same bits). */
+static inline mbk_spatial_vec aba_inertia_mul(const mt_inertia *P, const mbk_spatial_vec *V)
+{
+#ifdef MT_V4
+    const mt_ichunks k = ichunks_load(P);
+    const mt_icols c = icols_of(&k);
+    mbk_spatial_vec r;
+    sv4_store(&r, icols_mul(&c, sv4_load(V)));
+    return r;
+#else
+    return mt_inertia_mul(P, V);
+#endif
 }
 
 /* The articulated-body sweeps: udot from mobility forces tau, body forces F
@@ -185,7 +402,7 @@ void mt_aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
         const mt_node *b = &m->nodes[i];
         const mbk_spatial_vec *Hb = H + b->u0, *Gb = abi.G + b->u0;
         mbk_spatial_vec zi = b->fed ? mbk_spatial_vec_add(z[i], carry) : carry;
-        if (vel) zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_add(mt_inertia_mul(&abi.P[i], &vel[i].a_c), vel[i].b));
+        if (vel) zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_add(aba_inertia_mul(&abi.P[i], &vel[i].a_c), vel[i].b));
         if (F) zi = mbk_spatial_vec_sub(zi, F[i]);
         mbk_spatial_vec zp = mbk_spatial_shift_force(zi, mbk_vec3_neg(pos[i].r_PB));
         if (b->spin) { /* H = (a, 0): H^T z is a . z_w */
