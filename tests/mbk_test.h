@@ -2,7 +2,8 @@
  * assertion; mbk_test_finish() prints "N passed, N failed" and returns the
  * process exit code. mbk_test_rk4() starts the library's fixed-step RK4 for
  * tests that integrate a model (none writes its own stepping loop); it is
- * there when mbk/integrator.h is included before this header. */
+ * there when mbk/integrator.h is included before this header. MUST and
+ * CHECK_OK check a library call's status, when mbk/status.h is. */
 #ifndef MBK_TEST_H
 #define MBK_TEST_H
 
@@ -46,6 +47,34 @@ static inline int mbk_test_close(double a, double b, double tol)
             fprintf(stderr, "    %.17g vs %.17g (diff %.3g)\n", mbk_t_a_, mbk_t_b_,  \
                     mbk_t_a_ - mbk_t_b_);                                          \
     } while (0)
+
+#ifdef MBK_STATUS_H /* tests that include mbk/status.h (or mbk/mbk.h) first */
+/* A library call's status rc as a check that it succeeded (rc >= 0): a failure is
+   recorded with the call's text and the library's message; a success counts as a
+   passed check only when count_pass (MUST counts failures alone, so that its many
+   set-up calls do not swell the pass count). Returns rc. */
+static inline int mbk_test_call(int rc, const char *call, const char *file, int line, int count_pass)
+{
+    if (rc >= 0) {
+        if (count_pass) mbk_test_record(1, file, line, call);
+        return rc;
+    }
+    mbk_test_record(0, file, line, call);
+    fprintf(stderr, "    %s: %s\n", mbk_status_name(rc), mbk_last_error());
+    return rc;
+}
+
+/* The same as a check: 1 when the call succeeded. */
+static inline int mbk_test_ok(int rc, const char *call, const char *file, int line)
+{
+    return mbk_test_call(rc, call, file, line, 1) >= 0;
+}
+
+/* A set-up call that must succeed: returns its status; only a failure is recorded. */
+#define MUST(call) mbk_test_call((call), #call, __FILE__, __LINE__, 0)
+/* A call that must succeed, as a check: 1 when it did. */
+#define CHECK_OK(call) mbk_test_ok((call), #call, __FILE__, __LINE__)
+#endif
 
 #ifdef MBK_INTEGRATOR_H /* tests that include mbk/integrator.h (or mbk/mbk.h) first */
 #include "mbk/status.h"

@@ -71,12 +71,6 @@ static double max_abs(const double *v, int n)
 /* |a - b| / max(1, |b|) */
 static double rel_err(double a, double b) { return fabs(a - b) / fmax(1.0, fabs(b)); }
 
-static int ok(int rc, const char *what)
-{
-    if (rc < 0) fprintf(stderr, "%s: %s (%s)\n", what, mbk_status_name(rc), mbk_last_error());
-    return rc >= 0;
-}
-
 /* ---- a random tree: Pin, Ball, Slider, Gimbal, Free, Free --------------------- */
 /* Body 1 Pin on Ground; 2 Ball on 1; 3 Slider on 2; 4 Gimbal on 1; 5 Free on 4;
    6 Free on Ground. Every pair used below has enough relative freedom for
@@ -184,7 +178,8 @@ static void test_custom_equals_rod(void)
         mbk_matter *mc = mbk_multibody_upd_matter(sc), *mr = mbk_multibody_upd_matter(sr);
         CHECK_INT(add_origin_distance(mc, b1, b2, d), 0);
         CHECK_INT(mbk_constraint_add_rod(mr, b1, mbk_vec3_zero(), b2, mbk_vec3_zero(), d), 0);
-        CHECK(ok(mbk_system_realize_topology(sc), "topology") && ok(mbk_system_realize_topology(sr), "topology"));
+        CHECK_OK(mbk_system_realize_topology(sc));
+        CHECK_OK(mbk_system_realize_topology(sr));
         mbk_state *s = mbk_state_create(), *s2 = mbk_state_create();
         mbk_state_init(s, sc);
         mbk_state_init(s2, sr);
@@ -199,8 +194,8 @@ static void test_custom_equals_rod(void)
 
         /* unsatisfied State: the errors are related through r */
         mbk_state_set_y(s2, mbk_state_get_y(s), ny);
-        CHECK(ok(mbk_system_realize(sc, s, MBK_STAGE_VELOCITY), "velocity"));
-        CHECK(ok(mbk_system_realize(sr, s2, MBK_STAGE_VELOCITY), "velocity"));
+        CHECK_OK(mbk_system_realize(sc, s, MBK_STAGE_VELOCITY));
+        CHECK_OK(mbk_system_realize(sr, s2, MBK_STAGE_VELOCITY));
         mbk_transform X1, X2;
         mbk_matter_get_body_transform(mc, s, b1, &X1);
         mbk_matter_get_body_transform(mc, s, b2, &X2);
@@ -212,11 +207,11 @@ static void test_custom_equals_rod(void)
         worst_perr = fmax(worst_perr, fmax(rel_err(pc, pr * (r + d) / 2), rel_err(vc, r * vr)));
 
         /* consistent State: same motion; multipliers scaled by |r| */
-        CHECK(ok(mbk_system_assemble(sc, s, 1e-13), "assemble"));
-        CHECK(ok(mbk_system_project(sc, s, 1e-13), "project"));
+        CHECK_OK(mbk_system_assemble(sc, s, 1e-13));
+        CHECK_OK(mbk_system_project(sc, s, 1e-13));
         mbk_state_set_y(s2, mbk_state_get_y(s), ny);
-        CHECK(ok(mbk_system_realize(sc, s, MBK_STAGE_ACCELERATION), "accel custom"));
-        CHECK(ok(mbk_system_realize(sr, s2, MBK_STAGE_ACCELERATION), "accel rod"));
+        CHECK_OK(mbk_system_realize(sc, s, MBK_STAGE_ACCELERATION));
+        CHECK_OK(mbk_system_realize(sr, s2, MBK_STAGE_ACCELERATION));
         const double *udc = mbk_state_get_udot(s), *udr = mbk_state_get_udot(s2);
         double scale = fmax(1.0, max_abs(udr, nu)), diff = 0;
         for (int i = 0; i < nu; ++i) diff = fmax(diff, fabs(udc[i] - udr[i]));
@@ -272,14 +267,14 @@ static void test_coordinate_coupler(void)
     const double coef[3] = {1, -1, 0};
     const int bodies[2] = {1, 2}, coords[2] = {0, 0};
     CHECK_INT(mbk_constraint_add_coordinate_coupler(m, mbk_function_linear(coef, 2), bodies, coords, 2), 0);
-    CHECK(ok(mbk_system_realize_topology(sys), "topology"));
+    CHECK_OK(mbk_system_realize_topology(sys));
     mbk_state *s = mbk_state_create();
     mbk_state_init(s, sys);
     mbk_system_realize(sys, s, MBK_STAGE_MODEL);
     const double q0[2] = {0.9, 0.9}, u0[2] = {0.4, 0.4};
     mbk_state_set_q(s, q0, 2);
     mbk_state_set_u(s, u0, 2);
-    CHECK(ok(mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION), "accel"));
+    CHECK_OK(mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION));
 
     /* By hand: one degree of freedom theta = q1 = q2, (J1 + J2) theta'' =
        -(m1 c1 + m2 c2) g sin(theta). The multiplier: pendulum 1 alone obeys
@@ -540,8 +535,8 @@ static double check_levels(const mbk_system *sys, mbk_state *s, mbk_state *tmp, 
     const double h = 1e-5;
     double fd[16], exp[16], worst = 0;
     int nq = mbk_state_get_nqerr(s), nv = mbk_state_get_nuerr(s);
-    if (!ok(mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION), kind_name[fc->kind])) {
-        CHECK(0);
+    if (!CHECK_OK(mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION))) {
+        fprintf(stderr, "    (%s)\n", kind_name[fc->kind]);
         return 1;
     }
     const double *ydot = mbk_state_get_ydot(s);
@@ -585,10 +580,7 @@ static void check_power(const mbk_system *sys, mbk_state *s, mbk_state *tmp, con
 {
     const mbk_matter *m = mbk_multibody_get_matter(sys);
     int nu = mbk_state_get_nu(s), nv = mbk_state_get_nuerr(s);
-    if (!ok(mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION), "power")) {
-        CHECK(0);
-        return;
-    }
+    if (!CHECK_OK(mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION))) return;
     double lambda[16], tau[32], JtF[32], gen[32], P[16][32];
     mbk_spatial_vec F[NB + 1];
     CHECK_INT(mbk_constraint_get_multipliers(m, s, 0, lambda), MBK_OK);
@@ -652,7 +644,7 @@ static void test_level_consistency(void)
             fd_case fc;
             int rc = add_kind(mbk_multibody_upd_matter(sys), kind, v, &fc, X);
             CHECK_INT(rc, 0);
-            if (rc < 0 || !ok(mbk_system_realize_topology(sys), "topology")) {
+            if (rc < 0 || !CHECK_OK(mbk_system_realize_topology(sys))) {
                 mbk_system_destroy(sys);
                 continue;
             }
@@ -681,7 +673,7 @@ static void test_level_consistency(void)
                of q += N(q0) du when N depends on q (quaternions, Euler angles):
                the shorter steps do not start from the same point. Saving q
                before the trial and copying it back fixes it (checked). */
-            if (!CHECK(ok(mbk_system_assemble(sys, s, 1e-12), kind_name[kind]))) {
+            if (!CHECK_OK(mbk_system_assemble(sys, s, 1e-12))) {
                 fprintf(stderr, "    (%s placement %d)\n", kind_name[kind], v);
                 mbk_state_destroy(s);
                 mbk_state_destroy(tmp);
@@ -696,7 +688,7 @@ static void test_level_consistency(void)
             check_levels(sys, s, tmp, &fc, 2);
             check_power(sys, s, tmp, &fc);
             /* 3. fully consistent: assemble, project u (the lower levels met) */
-            CHECK(ok(mbk_system_project(sys, s, 1e-12), kind_name[kind]));
+            CHECK_OK(mbk_system_project(sys, s, 1e-12));
             worst_qnorm = fmax(worst_qnorm, quat_norm_error(m, s));
             mbk_matter_normalize_quaternions(m, s);
             phase = "consistent";
@@ -886,10 +878,10 @@ static void test_fourbar_newton_euler(void)
         const bool locked[3] = {true, false, false};
         mbk_state_set_q(s, q, 3);
         mbk_state_set_u(s, u, 3);
-        if (!CHECK(ok(mbk_system_assemble_locked(sys, s, 1e-13, locked), "four-bar assembly"))) continue;
+        if (!CHECK_OK(mbk_system_assemble_locked(sys, s, 1e-13, locked))) continue;
         CHECK(mbk_state_get_q(s)[0] == q[0]);
-        CHECK(ok(mbk_system_project(sys, s, 1e-13), "four-bar projection"));
-        CHECK(ok(mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION), "four-bar acceleration"));
+        CHECK_OK(mbk_system_project(sys, s, 1e-13));
+        CHECK_OK(mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION));
         int rank = -1, mt = -1;
         CHECK_INT(mbk_matter_get_constraint_rank(m, s, &rank, &mt), MBK_OK);
         CHECK_INT(rank, 2);
@@ -969,7 +961,7 @@ static void test_spherical_pendulum(void)
         mbk_system_realize(sys, s, MBK_STAGE_POSITION);
         mbk_spatial_vec V = {w, mbk_vec3_neg(mbk_vec3_cross(w, Rp))};
         mbk_matter_set_body_u_to_fit_velocity(m, s, 1, &V);
-        CHECK(ok(mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION), "pendulum"));
+        CHECK_OK(mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION));
         CHECK(max_abs(mbk_state_get_qerr(s), 3) <= 1e-14);
         CHECK(max_abs(mbk_state_get_uerr(s), 3) <= 1e-14);
         int rank = -1, mt = -1;
@@ -1034,7 +1026,7 @@ static void test_rod_pendulum(void)
         double q[3] = {L * e.x, L * e.y, L * e.z}, u[3] = {v.x, v.y, v.z};
         mbk_state_set_q(s, q, 3);
         mbk_state_set_u(s, u, 3);
-        CHECK(ok(mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION), "rod pendulum"));
+        CHECK_OK(mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION));
         double lambda = 0, want = mass * mbk_vec3_dot(g, e) + mass * mbk_vec3_norm2(v) / L;
         mbk_constraint_get_multipliers(m, s, 0, &lambda);
         CHECK_NEAR(lambda, want, 1e-13);
@@ -1068,7 +1060,7 @@ static void test_assembly(void)
         double q[3] = {0.2 + 0.7 * k, 0.8, -2.0};
         mbk_state_set_q(s, q, 3);
         const bool lock1[3] = {true, false, false};
-        if (!CHECK(ok(mbk_system_assemble_locked(sys, s, 1e-12, lock1), "assembly"))) continue;
+        if (!CHECK_OK(mbk_system_assemble_locked(sys, s, 1e-12, lock1))) continue;
         double *qq = mbk_state_upd_q(s);
         for (int i = 0; i < 3; ++i) qq[i] += 0.3 * rnd();
         mbk_system_realize(sys, s, MBK_STAGE_POSITION);
@@ -1182,7 +1174,7 @@ static void test_projection(void)
     mbk_system_realize(sys, s, MBK_STAGE_MODEL);
     double q[3] = {1.0, 0.8, -2.0};
     mbk_state_set_q(s, q, 3);
-    CHECK(ok(mbk_system_assemble(sys, s, 1e-12), "assemble"));
+    CHECK_OK(mbk_system_assemble(sys, s, 1e-12));
     double worst_in_q = 0, worst_in_u = 0, worst_out = 0;
     for (int k = 0; k < 10; ++k) {
         double *qq = mbk_state_upd_q(s), *uu = mbk_state_upd_u(s);
@@ -1206,12 +1198,12 @@ static void test_projection(void)
     tree t;
     make_tree(&t);
     sys = multi_system(&t);
-    CHECK(ok(mbk_system_realize_topology(sys), "topology"));
+    CHECK_OK(mbk_system_realize_topology(sys));
     s = mbk_state_create();
     mbk_state_init(s, sys);
     mbk_system_realize(sys, s, MBK_STAGE_INSTANCE);
     set_random_y(sys, s, 1.0, 1.0);
-    CHECK(ok(mbk_system_assemble(sys, s, 1e-12), "assemble many"));
+    CHECK_OK(mbk_system_assemble(sys, s, 1e-12));
     for (int k = 0; k < 5; ++k) {
         int nq = mbk_state_get_nq(s), nu = mbk_state_get_nu(s);
         double *qq = mbk_state_upd_q(s);
@@ -1263,7 +1255,7 @@ static void test_enable_disable_and_reactions(void)
     tree t;
     make_tree(&t);
     mbk_system *sys = multi_system(&t);
-    CHECK(ok(mbk_system_realize_topology(sys), "topology"));
+    CHECK_OK(mbk_system_realize_topology(sys));
     const mbk_matter *m = mbk_multibody_get_matter(sys);
     CHECK_INT(mbk_matter_get_num_constraints(m), MC_N);
     mbk_state *s = mbk_state_create();
@@ -1271,9 +1263,9 @@ static void test_enable_disable_and_reactions(void)
     mbk_system_realize(sys, s, MBK_STAGE_INSTANCE);
     set_random_forcing(sys, s, 2.0);
     set_random_y(sys, s, 1.0, 1.0);
-    CHECK(ok(mbk_system_assemble(sys, s, 1e-12), "assemble"));
-    CHECK(ok(mbk_system_project(sys, s, 1e-12), "project"));
-    CHECK(ok(mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION), "accel"));
+    CHECK_OK(mbk_system_assemble(sys, s, 1e-12));
+    CHECK_OK(mbk_system_project(sys, s, 1e-12));
+    CHECK_OK(mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION));
     /* holonomic 1+3+1+1 = 6, nonholonomic 1+1+1 = 3, acceleration-only 1 */
     CHECK_INT(mbk_state_get_nqerr(s), 6);
     CHECK_INT(mbk_state_get_nuerr(s), 9);
@@ -1312,7 +1304,7 @@ static void test_enable_disable_and_reactions(void)
     CHECK_INT(mbk_constraint_set_enabled(m, s, 1, false), MBK_OK);
     CHECK(!mbk_constraint_is_enabled(m, s, 1));
     CHECK(mbk_state_get_stage(s) < MBK_STAGE_INSTANCE);
-    CHECK(ok(mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION), "accel without the Ball"));
+    CHECK_OK(mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION));
     CHECK_INT(mbk_state_get_nqerr(s), 3);
     CHECK_INT(mbk_state_get_nuerr(s), 6);
     CHECK_INT(mbk_state_get_num_multipliers(s), 7);
@@ -1324,7 +1316,7 @@ static void test_enable_disable_and_reactions(void)
 
     /* all disabled: no slots, unconstrained motion (residual with the applied forces only) */
     for (int c = 0; c < MC_N; ++c) mbk_constraint_set_enabled(m, s, c, false);
-    CHECK(ok(mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION), "accel unconstrained"));
+    CHECK_OK(mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION));
     CHECK_INT(mbk_state_get_nqerr(s), 0);
     CHECK_INT(mbk_state_get_nuerr(s), 0);
     CHECK_INT(mbk_state_get_nudoterr(s), 0);
@@ -1343,7 +1335,7 @@ static void test_enable_disable_and_reactions(void)
 
     /* re-enabled: the same slots and results as before */
     for (int c = 0; c < MC_N; ++c) mbk_constraint_set_enabled(m, s, c, true);
-    CHECK(ok(mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION), "accel re-enabled"));
+    CHECK_OK(mbk_system_realize(sys, s, MBK_STAGE_ACCELERATION));
     CHECK_INT(mbk_state_get_nqerr(s), 6);
     CHECK_INT(mbk_state_get_num_multipliers(s), 10);
     diff = 0;

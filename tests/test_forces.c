@@ -49,17 +49,6 @@
 #define MAXQ (7 * MAXB)
 #define MAXY (MAXQ + MAXU + 4)
 
-/* A call that must succeed: counted as a check, with the library's message on failure. */
-#define MUST(call) must_((call), #call, __LINE__)
-static int must_(int rc, const char *what, int line)
-{
-    if (rc < 0) { /* only failures are recorded, so the pass count counts real checks */
-        mbk_test_record(0, __FILE__, line, what);
-        fprintf(stderr, "    %s: %s\n", mbk_status_name(rc), mbk_last_error());
-    }
-    return rc;
-}
-
 /* ------------------------------------------------------------------ */
 /* Models                                                               */
 /* ------------------------------------------------------------------ */

@@ -28,16 +28,6 @@
 #define MAXEL 16
 #define MAXY 64
 
-#define MUST(call) must_((call), #call, __LINE__)
-static int must_(int rc, const char *what, int line)
-{
-    if (rc < 0) {
-        mbk_test_record(0, __FILE__, line, what);
-        fprintf(stderr, "    %s: %s\n", mbk_status_name(rc), mbk_last_error());
-    }
-    return rc;
-}
-
 /* ------------------------------------------------------------------ */
 /* Snapshots of what a refused call must leave alone                    */
 /* ------------------------------------------------------------------ */
