@@ -47,7 +47,7 @@ void mbk_state_destroy(mbk_state *s)
 {
     if (!s) return;
     st_destroy_values(s);
-    mbk_free(s->block);
+    st_block_free(s->block);
     mbk_free(s);
 }
 
@@ -60,14 +60,14 @@ int mbk_state_copy(mbk_state *dst, const mbk_state *src)
     /* Reuse the destination's memory when it is big enough: copies in a loop allocate nothing. */
     st_destroy_values(dst);
     if (dst->capacity < h->size) {
-        unsigned char *nb = mbk_malloc(h->size);
+        unsigned char *nb = st_block_alloc(h->size);
         if (!nb) {
-            mbk_free(dst->block);
+            st_block_free(dst->block);
             dst->block = NULL;
             dst->capacity = 0;
             return MBK_ENOMEM;
         }
-        mbk_free(dst->block);
+        st_block_free(dst->block);
         dst->block = nb;
         dst->capacity = h->size;
     }

@@ -8,6 +8,7 @@
  * works in place and allocates nothing. */
 #include "state_impl.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "mbk/alloc.h"
@@ -18,6 +19,26 @@
 /* ------------------------------------------------------------------ */
 
 static size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
+
+/* The allocator hooks give malloc's alignment (16 bytes): ask for 64 more and keep
+   the pointer they returned in the bytes just before the aligned block. */
+unsigned char *st_block_alloc(size_t size)
+{
+    const size_t pad = 64;
+    unsigned char *raw = mbk_calloc(1, size + pad);
+    if (!raw) return NULL;
+    unsigned char *block = raw + pad - ((uintptr_t)raw & (pad - 1)); /* at least sizeof raw past it */
+    memcpy(block - sizeof raw, &raw, sizeof raw);
+    return block;
+}
+
+void st_block_free(unsigned char *block)
+{
+    if (!block) return;
+    unsigned char *raw;
+    memcpy(&raw, block - sizeof raw, sizeof raw);
+    mbk_free(raw);
+}
 
 /* Per-subsystem counts after the edit, and where kept items come from. */
 typedef struct st_plan {
@@ -254,7 +275,7 @@ int st_rebuild(mbk_state *s, const st_edit *e)
     st_hdr nh = *oh;
     size_t fixed = plan_offsets(&p, nsub, &nh);
     size_t copy_size = 0, total = plan_values(s, &p, nsub, e, fixed, &copy_size);
-    unsigned char *nb = mbk_calloc(1, total);
+    unsigned char *nb = st_block_alloc(total);
     if (!nb) {
         mbk_free(p.subs);
         return MBK_ENOMEM;
@@ -283,7 +304,7 @@ int st_rebuild(mbk_state *s, const st_edit *e)
     mbk_free(p.subs);
 
     st_destroy_values(s);
-    mbk_free(s->block);
+    st_block_free(s->block);
     s->block = nb;
     s->capacity = total;
     return MBK_OK;
@@ -303,7 +324,7 @@ int st_init_empty(mbk_state *s, int nsub)
     p.subs = subs;
     plan_starts(&p, nsub);
     size_t total = plan_offsets(&p, nsub, &h);
-    unsigned char *nb = mbk_calloc(1, total);
+    unsigned char *nb = st_block_alloc(total);
     if (!nb) {
         mbk_free(subs);
         return MBK_ENOMEM;
@@ -313,7 +334,7 @@ int st_init_empty(mbk_state *s, int nsub)
     memcpy(nb + h.sub_off, subs, (size_t)nsub * sizeof(st_sub));
     mbk_free(subs);
     st_destroy_values(s);
-    mbk_free(s->block);
+    st_block_free(s->block);
     s->block = nb;
     s->capacity = total;
     return MBK_OK;

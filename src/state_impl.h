@@ -242,6 +242,12 @@ static inline bool st_y_known_finite(const mbk_state *s, int g)
 }
 
 /* ---- state_block.c: layout and rebuild ---- */
+/* A zeroed State block of size bytes on a 64-byte boundary, so that the layout's
+   64-byte offsets are cache-line aligned in memory (vector loads of the values never
+   straddle a line the layout keeps them within); NULL and MBK_ENOMEM's message on failure. */
+unsigned char *st_block_alloc(size_t size);
+/* Free a block from st_block_alloc (NULL is fine). */
+void st_block_free(unsigned char *block);
 /* Lay out a fresh block with nsub empty subsystems at stage Empty. */
 int st_init_empty(mbk_state *s, int nsub);
 /* Build a new block from the old one with the edit applied, then swap. */

@@ -70,8 +70,12 @@ static void test_copy_skips_scratch(void)
     /* outside realize_topology / realize_model: refused, naming the rule */
     CHECK_INT(mbk_state_allocate_scratch(src, k, 8, 8), MBK_ESTAGE);
     CHECK(strstr(mbk_last_error(), "realize_topology") != NULL);
+    /* aligned as asked (64), in memory and not only within the block: in the System's
+       default State, a copy of it and a copy into a State that had no block */
     const unsigned char *scr = mbk_state_upd_cache(src, k, o.scratch);
-    CHECK(scr != NULL && ((uintptr_t)scr % 16) == 0);
+    CHECK(scr != NULL && ((uintptr_t)scr % 64) == 0);
+    CHECK(((uintptr_t)mbk_state_upd_cache(dst, k, o.scratch) % 64) == 0);
+    CHECK(((uintptr_t)mbk_state_get_cache(mbk_system_get_default_state(sys), k, o.scratch) % 64) == 0);
     fill(src, k, &o, 0xA5);
     fill(dst, k, &o, 0x3C);
     CHECK_INT(mbk_state_copy(dst, src), MBK_OK);

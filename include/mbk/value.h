@@ -31,7 +31,7 @@ extern "C" {
 
 typedef struct mbk_value_type {
     const char *name;                          /* identifies the type in checks and messages */
-    size_t size, align;                        /* bytes; align is a power of two */
+    size_t size, align;                        /* bytes; align: a power of two up to 64 (honored in memory) */
     void (*copy)(void *dst, const void *src);  /* construct dst (raw memory) from src; NULL: memcpy */
     void (*destroy)(void *value);              /* release what value owns; NULL: nothing */
     /* Checkpoints, for types with a copy or destroy op: write the value as bytes into
