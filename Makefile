@@ -32,11 +32,16 @@ test: build
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
-# The suite under AddressSanitizer and UndefinedBehaviorSanitizer.
+# The suite under AddressSanitizer and UndefinedBehaviorSanitizer, twice: built for this
+# CPU (the hand-vectorized paths users get, GCC with AVX) and portable (MBK_NATIVE=OFF:
+# the scalar paths that other compilers and CPUs run).
 test-asan: deps
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DMBK_WERROR=ON -DMBK_SANITIZE=address,undefined
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DMBK_WERROR=ON -DMBK_SANITIZE=address,undefined -DMBK_NATIVE=ON
 	cmake --build build-asan -j $(JOBS)
 	ctest --test-dir build-asan --output-on-failure -j $(JOBS)
+	cmake -S . -B build-asan-portable -DCMAKE_BUILD_TYPE=Debug -DMBK_WERROR=ON -DMBK_SANITIZE=address,undefined -DMBK_NATIVE=OFF
+	cmake --build build-asan-portable -j $(JOBS)
+	ctest --test-dir build-asan-portable --output-on-failure -j $(JOBS)
 
 # The concurrency tests under ThreadSanitizer.
 test-tsan: deps
