@@ -366,19 +366,82 @@ int mt_realize_dynamics(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     return 0;
 }
 
-/* P V for the sweeps: mt_inertia_mul, on vectors where there are (the same bits). */
-static inline mbk_spatial_vec aba_inertia_mul(const mt_inertia *P, const mbk_spatial_vec *V)
-{
 #ifdef MT_V4
-    const mt_ichunks k = ichunks_load(P);
-    const mt_icols c = icols_of(&k);
-    mbk_spatial_vec r;
-    sv4_store(&r, icols_mul(&c, sv4_load(V)));
-    return r;
-#else
-    return mt_inertia_mul(P, V);
-#endif
+/* Tip to base on vectors: the articulated bias forces, the scalar sweep's sums in its
+   order (the same bits); udot holds eps = tau - H^T z meanwhile. */
+static void aba_bias_v4(const mbk_matter *m, const mt_pos *pos, const mt_vel *vel, const mbk_spatial_vec *H,
+                        const mt_abi *abi, const double *tau, const mbk_spatial_vec *F, mbk_spatial_vec *z,
+                        double *udot)
+{
+    const mt_sv4 zero = {{0.0, 0.0, 0.0, 0.0}, {0.0, 0.0, 0.0, 0.0}};
+    mt_sv4 carry = zero; /* z passed to body i - 1 */
+    for (int i = m->nb - 1; i >= 1; --i) {
+        const mt_node *b = &m->nodes[i];
+        const mbk_spatial_vec *Hb = H + b->u0, *Gb = abi->G + b->u0;
+        mt_sv4 zi = b->fed ? sv4_add(sv4_load(&z[i]), carry) : carry;
+        if (vel) {
+            const mt_ichunks k = ichunks_load(&abi->P[i]);
+            const mt_icols c = icols_of(&k);
+            zi = sv4_add(zi, sv4_add(icols_mul(&c, sv4_load(&vel[i].a_c)), sv4_load(&vel[i].b)));
+        }
+        if (F) zi = sv4_sub(zi, sv4_load(&F[i]));
+        const mt_v4 nr = -v4_load(&pos[i].r_PB.x); /* lane 3: I_G.xx (mt_pos) */
+        mt_sv4 zp = {zi.w - v4_cross(nr, zi.v), zi.v};
+        if (b->spin) { /* H = (a, 0): H^T z is a . z_w */
+            const double eps = (tau ? tau[b->u0] : 0.0) - v4_dot(v4_load(&Hb[0].w.x), zi.w);
+            udot[b->u0] = eps;
+            zp = sv4_add(zp, sv4_scale(sv4_load(&Gb[0]), eps));
+        } else for (int j = 0; j < b->nu; ++j) { /* H^T G = 1: each eps from the same zi */
+            const mt_sv4 h = sv4_load(&Hb[j]);
+            const double eps = (tau ? tau[b->u0 + j] : 0.0) - (v4_dot(h.w, zi.w) + v4_dot(h.v, zi.v));
+            udot[b->u0 + j] = eps;
+            zp = sv4_add(zp, sv4_scale(sv4_load(&Gb[j]), eps));
+        }
+        if (b->parent == i - 1) {
+            carry = zp;
+        } else {
+            if (b->parent > 0) sv4_store(&z[b->parent], sv4_add(sv4_load(&z[b->parent]), zp)); /* Ground's is unused */
+            carry = zero;
+        }
+    }
 }
+
+/* Base to tip on vectors: the accelerations, the scalar sweep's sums in its order. */
+static void aba_accel_v4(const mbk_matter *m, const mt_pos *pos, const mt_vel *vel, const mbk_spatial_vec *H,
+                         const mt_abi *abi, mbk_spatial_vec *A, double *udot)
+{
+    const mt_sv4 zero = {{0.0, 0.0, 0.0, 0.0}, {0.0, 0.0, 0.0, 0.0}};
+    A[0] = mbk_spatial_vec_zero();
+    mt_sv4 Aprev = zero; /* A of body i - 1 */
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_node *b = &m->nodes[i];
+        const mbk_spatial_vec *Hb = H + b->u0, *Gb = abi->G + b->u0;
+        const double *Dinv = abi->Dinv + b->d0;
+        double *ud = udot + b->u0;
+        const mt_sv4 A_P = b->parent == i - 1 ? Aprev : sv4_load(&A[b->parent]);
+        mt_sv4 Ai = {A_P.w, A_P.v + v4_cross(A_P.w, v4_load(&pos[i].r_PB.x))};
+        if (vel) Ai = sv4_add(Ai, sv4_load(&vel[i].a_c));
+        if (b->nu == 1) {
+            const mt_sv4 g = sv4_load(&Gb[0]);
+            ud[0] = Dinv[0] * ud[0] - (v4_dot(g.w, A_P.w) + v4_dot(g.v, A_P.v));
+            if (b->spin) Ai.w = Ai.w + v4_load(&Hb[0].w.x) * ud[0];
+            else Ai = sv4_add(Ai, sv4_scale(sv4_load(&Hb[0]), ud[0]));
+        } else {
+            double e[MBK_MOBILIZER_MAX_U];
+            for (int j = 0; j < b->nu; ++j) e[j] = ud[j];
+            for (int r = 0; r < b->nu; ++r) {
+                const mt_sv4 g = sv4_load(&Gb[r]);
+                double x = -(v4_dot(g.w, A_P.w) + v4_dot(g.v, A_P.v));
+                for (int j = 0; j < b->nu; ++j) x += Dinv[r * b->nu + j] * e[j];
+                ud[r] = x;
+                Ai = sv4_add(Ai, sv4_scale(sv4_load(&Hb[r]), x));
+            }
+        }
+        sv4_store(&A[i], Ai);
+        Aprev = Ai;
+    }
+}
+#endif
 
 /* The articulated-body sweeps: udot from mobility forces tau, body forces F
    and (when with_velocity) the velocity terms. A and z are scratch arrays.
@@ -396,13 +459,17 @@ void mt_aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
     const mt_abi abi = mt_abi_of(m, s);
     /* only bodies fed through memory need a zero start; along runs z travels in registers */
     for (int k = 0; k < m->nfed; ++k) z[m->fed[k]] = mbk_spatial_vec_zero();
+#ifdef MT_V4
+    aba_bias_v4(m, pos, vel, H, &abi, tau, F, z, udot);
+    aba_accel_v4(m, pos, vel, H, &abi, A, udot);
+#else
     /* tip to base: articulated bias forces; udot holds eps = tau - H^T z meanwhile */
     mbk_spatial_vec carry = mbk_spatial_vec_zero(); /* z passed to body i - 1 */
     for (int i = m->nb - 1; i >= 1; --i) {
         const mt_node *b = &m->nodes[i];
         const mbk_spatial_vec *Hb = H + b->u0, *Gb = abi.G + b->u0;
         mbk_spatial_vec zi = b->fed ? mbk_spatial_vec_add(z[i], carry) : carry;
-        if (vel) zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_add(aba_inertia_mul(&abi.P[i], &vel[i].a_c), vel[i].b));
+        if (vel) zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_add(mt_inertia_mul(&abi.P[i], &vel[i].a_c), vel[i].b));
         if (F) zi = mbk_spatial_vec_sub(zi, F[i]);
         mbk_spatial_vec zp = mbk_spatial_shift_force(zi, mbk_vec3_neg(pos[i].r_PB));
         if (b->spin) { /* H = (a, 0): H^T z is a . z_w */
@@ -448,6 +515,7 @@ void mt_aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
         }
         A[i] = Aprev = Ai;
     }
+#endif
 }
 
 /* udot[k] is NaN or infinite although the forces were finite (they are checked at
