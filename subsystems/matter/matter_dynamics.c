@@ -108,25 +108,6 @@ static inline mt_sv4 icols_mul(const mt_icols *P, mt_sv4 V)
     return r;
 }
 
-/* The upper triangle of S - g h^T by columns (mt_sym3_minus_outer). */
-static inline void sym3_cols_downdate(mt_v4 c[3], mt_v4 g, mt_v4 h)
-{
-    c[0] = c[0] - v4_lane(g, 0) * h;
-    c[1] = c[1] - __builtin_shuffle(g, (mt_v4i){0, 1, 1, 1}) * __builtin_shuffle(h, (mt_v4i){1, 1, 2, 2});
-    c[2] = c[2] - g * v4_lane(h, 2);
-}
-
-/* P+ = P - g h^T (mt_inertia_downdate), by columns and rows. */
-static inline void icols_downdate(mt_icols *P, mt_sv4 g, mt_sv4 h)
-{
-    sym3_cols_downdate(P->A, g.w, h.w);
-    sym3_cols_downdate(P->D, g.v, h.v);
-    for (int i = 0; i < 3; ++i) {
-        P->Br[i] = P->Br[i] - v4_lane(g.w, i) * h.v;
-        P->Bc[i] = P->Bc[i] - g.w * v4_lane(h.v, i);
-    }
-}
-
 /* S taken to the parent's origin (mt_inertia_shifted) as chunks. */
 static inline mt_ichunks icols_shifted(const mt_icols *S, mt_v4 r)
 {
@@ -153,15 +134,28 @@ static inline mt_ichunks icols_shifted(const mt_icols *S, mt_v4 r)
     return k;
 }
 
-/* *P += S. */
-static inline void ichunks_add_to(mt_inertia *P, const mt_ichunks *S)
+/* (P + S) - g h^T in the chunks' layout: the upper triangles of g_w h_w^T and g_v h_v^T
+   and all of g_w h_v^T (mt_inertia_downdate's terms). */
+static inline mt_ichunks ichunks_add_downdate(const mt_ichunks *P, const mt_ichunks *S, mt_sv4 g, mt_sv4 h)
+{
+    mt_ichunks r;
+    const mt_v4 o[5] = {
+        __builtin_shuffle(g.w, (mt_v4i){0, 1, 2, 0}) * __builtin_shuffle(h.w, (mt_v4i){0, 1, 2, 1}),
+        __builtin_shuffle(g.w, (mt_v4i){0, 1, 0, 0}) * __builtin_shuffle(h.w, h.v, (mt_v4i){2, 2, 4, 5}),
+        __builtin_shuffle(g.w, (mt_v4i){0, 1, 1, 1}) * __builtin_shuffle(h.v, (mt_v4i){2, 0, 1, 2}),
+        __builtin_shuffle(g.w, g.v, (mt_v4i){2, 2, 2, 4}) * __builtin_shuffle(h.v, (mt_v4i){0, 1, 2, 0}),
+        __builtin_shuffle(g.v, (mt_v4i){1, 2, 0, 0}) * __builtin_shuffle(h.v, (mt_v4i){1, 2, 1, 2})};
+    for (int j = 0; j < 5; ++j) r.c[j] = (P->c[j] + S->c[j]) - o[j];
+    r.last = (P->last + S->last) - g.v[1] * h.v[2];
+    return r;
+}
+
+/* Store the chunks as *P. */
+static inline void ichunks_store(mt_inertia *P, const mt_ichunks *k)
 {
     double *d = &P->A.xx;
-    for (int j = 0; j < 5; ++j) {
-        const mt_v4 x = v4_load(d + 4 * j) + S->c[j];
-        memcpy(d + 4 * j, &x, sizeof x);
-    }
-    d[20] += S->last;
+    memcpy(d, k->c, sizeof k->c);
+    d[20] = k->last;
 }
 
 #endif
@@ -274,13 +268,18 @@ static bool inertia_finite(const mt_inertia *P)
 
 
 #ifdef MT_V4
-/* abi_one_dof or abi_spin, the G shift and the parent's sum for one body; -1 as they. */
+/* One-dof body i's step on vectors (abi_one_dof or abi_spin), reordered so that little
+   waits for 1/D: P+ taken to the parent's origin is shift(P) - G' (X PH)^T with X PH
+   the force P H shifted there and G' = X PH / D the stored G, so shift(P) and X PH are
+   formed alongside the division and the parent gets (P_parent + shift(P)) - G' (X PH)^T.
+   P is *carry when carried (the previous step's sum for its parent i), else memory;
+   the parent's sum is stored and left in *carry. -1 as abi_one_dof. */
 static inline int abi_one_dof_v4(mt_abi *abi, const mt_node *b, int i, const mbk_spatial_vec *h,
-                                 const mt_pos *pos)
+                                 const mt_pos *pos, mt_ichunks *carry, bool carried)
 {
     const mt_inertia *P = &abi->P[i];
-    const mt_ichunks k = ichunks_load(P);
-    mt_icols c = icols_of(&k);
+    const mt_ichunks k = carried ? *carry : ichunks_load(P);
+    const mt_icols c = icols_of(&k);
     const mt_sv4 hv = sv4_load(h);
     mt_sv4 PH;
     double D;
@@ -292,17 +291,17 @@ static inline int abi_one_dof_v4(mt_abi *abi, const mt_node *b, int i, const mbk
         PH = icols_mul(&c, hv);
         D = v4_dot(hv.w, PH.w) + v4_dot(hv.v, PH.v);
     }
+    const mt_v4 r = v4_load(&pos->r_PB.x), nr = -r; /* lane 3: I_G.xx (mt_pos) */
+    const mt_sv4 XPH = {PH.w - v4_cross(nr, PH.v), PH.v};
     if (!(D > pivot_tolerance(P, h, 1))) return -1;
     const double Dinv = 1.0 / D;
     abi->Dinv[b->d0] = Dinv;
-    const mt_v4 s = {Dinv, Dinv, Dinv, Dinv};
-    const mt_sv4 G = {PH.w * s, PH.v * s};
-    const mt_v4 r = v4_load(&pos->r_PB.x), nr = -r; /* lane 3: I_G.xx (mt_pos) */
-    sv4_store(&abi->G[b->u0], (mt_sv4){G.w - v4_cross(nr, G.v), G.v});
+    const mt_sv4 G = sv4_scale(XPH, Dinv);
+    sv4_store(&abi->G[b->u0], G);
     if (b->parent == 0) return 0; /* Ground's articulated inertia is never used */
-    icols_downdate(&c, G, PH);
-    const mt_ichunks S = icols_shifted(&c, r);
-    ichunks_add_to(&abi->P[b->parent], &S);
+    const mt_ichunks S = icols_shifted(&c, r), Pp = ichunks_load(&abi->P[b->parent]);
+    *carry = ichunks_add_downdate(&Pp, &S, G, XPH);
+    ichunks_store(&abi->P[b->parent], carry);
     return 0;
 }
 #endif
@@ -331,14 +330,21 @@ int mt_realize_abi(const mbk_matter *m, const mbk_state *s)
     const bool own_mass = pm[0] != 0.0;
     for (int i = 1; i < m->nb; ++i)
         mt_inertia_set_rigid(&abi.P[i], &pos[i].I_G, own_mass ? pm[i] : m->nodes[i].mass, pos[i].c_G);
+#ifdef MT_V4
+    mt_ichunks carry; /* the articulated inertia of body carried_to, also in memory */
+    int carried_to = -1;
+#endif
     for (int i = m->nb - 1; i >= 1; --i) {
         const mt_node *b = &m->nodes[i];
         mt_inertia Pplus;
 #ifdef MT_V4
         if (b->nu == 1) {
-            if (abi_one_dof_v4(&abi, b, i, &H[b->u0], &pos[i]) == 0) continue;
-            return abi_error(&abi.P[i], i);
+            if (abi_one_dof_v4(&abi, b, i, &H[b->u0], &pos[i], &carry, carried_to == i) < 0)
+                return abi_error(&abi.P[i], i);
+            carried_to = b->parent;
+            continue;
         }
+        carried_to = -1; /* the step below adds to its parent in memory only */
 #endif
         double *Dinv = abi.Dinv + b->d0;
         mbk_spatial_vec *G = abi.G + b->u0;
