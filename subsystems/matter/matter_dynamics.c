@@ -14,7 +14,7 @@
    (no pivoting: a symmetric positive-definite matrix needs none), a third of the
    flops of Gauss-Jordan; 0 if a pivot d_k is not above tol (singular to round-off).
    Reads the lower triangle; writes the full inverse, exactly symmetric. */
-static int small_inverse(double *A, int n, double tol)
+static inline __attribute__((always_inline)) int small_inverse_n(double *A, int n, double tol)
 {
     double L[MBK_MOBILIZER_MAX_U][MBK_MOBILIZER_MAX_U], d[MBK_MOBILIZER_MAX_U], dinv[MBK_MOBILIZER_MAX_U];
     /* the factor, column by column: d_k and the column below it (L_ik d_k first, then / d_k) */
@@ -45,6 +45,12 @@ static int small_inverse(double *A, int n, double tol)
             A[i * n + j] = A[j * n + i] = x;
         }
     return 1;
+}
+
+/* small_inverse, unrolled for a free body's six u (the same operations, the same bits). */
+static int small_inverse(double *A, int n, double tol)
+{
+    return n == 6 ? small_inverse_n(A, 6, tol) : small_inverse_n(A, n, tol);
 }
 
 #ifdef MT_V4
@@ -150,11 +156,12 @@ static inline mt_ichunks ichunks_add_downdate(const mt_ichunks *P, const mt_ichu
     return r;
 }
 
-/* Store the chunks as *P. */
+/* Store the chunks as *P, chunk by chunk (a wider copy would be read from the
+   stack across narrower stores, which stalls). */
 static inline void ichunks_store(mt_inertia *P, const mt_ichunks *k)
 {
     double *d = &P->A.xx;
-    memcpy(d, k->c, sizeof k->c);
+    for (int j = 0; j < 5; ++j) memcpy(d + 4 * j, &k->c[j], sizeof k->c[j]);
     d[20] = k->last;
 }
 
