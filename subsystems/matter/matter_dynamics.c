@@ -229,36 +229,43 @@ static int abi_general(const mt_inertia *P, const mbk_spatial_vec *Hb, int nu, d
     return 0;
 }
 
-/* The same for one u, the common case: D is a scalar. */
-static int abi_one_dof(const mt_inertia *P, const mbk_spatial_vec *h, double *Dinv,
-                       mbk_spatial_vec *G, mt_inertia *Pplus)
+/* The same for one u, the common case: D is a scalar; gives 1/D and P H. */
+static int abi_one_dof(const mt_inertia *P, const mbk_spatial_vec *h, double *Dinv, mbk_spatial_vec *PH)
 {
-    mbk_spatial_vec PH = mt_inertia_mul(P, h);
-    double D = mbk_spatial_vec_dot(*h, PH);
+    *PH = mt_inertia_mul(P, h);
+    double D = mbk_spatial_vec_dot(*h, *PH);
     if (!(D > pivot_tolerance(P, h, 1))) return -1;
     Dinv[0] = 1.0 / D;
-    *G = mbk_spatial_vec_scale(PH, Dinv[0]);
-    mt_inertia_downdate(Pplus, P, G, &PH);
     return 0;
 }
 
 /* The same for a spin, H = (a, 0): P H = (A a, B^T a) and D = a . A a. */
-static int abi_spin(const mt_inertia *P, const mbk_spatial_vec *h, double *Dinv,
-                    mbk_spatial_vec *G, mt_inertia *Pplus)
+static int abi_spin(const mt_inertia *P, const mbk_spatial_vec *h, double *Dinv, mbk_spatial_vec *PH)
 {
     mbk_vec3 a = h->w;
     const double(*B)[3] = P->B.m;
-    mbk_spatial_vec PH;
-    PH.w = mt_sym3_mul(&P->A, a);
-    PH.v = mbk_vec3_make(B[0][0] * a.x + B[1][0] * a.y + B[2][0] * a.z,
-                         B[0][1] * a.x + B[1][1] * a.y + B[2][1] * a.z,
-                         B[0][2] * a.x + B[1][2] * a.y + B[2][2] * a.z);
-    double D = mbk_vec3_dot(a, PH.w);
+    PH->w = mt_sym3_mul(&P->A, a);
+    PH->v = mbk_vec3_make(B[0][0] * a.x + B[1][0] * a.y + B[2][0] * a.z,
+                          B[0][1] * a.x + B[1][1] * a.y + B[2][1] * a.z,
+                          B[0][2] * a.x + B[1][2] * a.y + B[2][2] * a.z);
+    double D = mbk_vec3_dot(a, PH->w);
     if (!(D > pivot_tolerance(P, h, 1))) return -1;
     Dinv[0] = 1.0 / D;
-    *G = mbk_spatial_vec_scale(PH, Dinv[0]);
-    mt_inertia_downdate(Pplus, P, G, &PH);
     return 0;
+}
+
+/* A one-dof body's G and its share of its parent's articulated inertia Pp (NULL on
+   Ground), in abi_one_dof_v4's order: X PH is the force P H taken to the parent's
+   origin, G = X PH / D is stored there, and P+ taken there is shift(P) - G (X PH)^T,
+   so Pp becomes (Pp + shift(P)) - G (X PH)^T. */
+static void abi_one_dof_pass(const mt_inertia *P, mbk_spatial_vec PH, double Dinv, mbk_vec3 r_PB,
+                             mbk_spatial_vec *G, mt_inertia *Pp)
+{
+    const mbk_spatial_vec XPH = mbk_spatial_shift_force(PH, mbk_vec3_neg(r_PB));
+    *G = mbk_spatial_vec_scale(XPH, Dinv);
+    if (!Pp) return;
+    mt_inertia_add_shifted(Pp, P, r_PB);
+    mt_inertia_downdate(Pp, Pp, G, &XPH);
 }
 
 /* Whether every entry of an articulated inertia is finite. */
@@ -355,10 +362,15 @@ int mt_realize_abi(const mbk_matter *m, const mbk_state *s)
 #endif
         double *Dinv = abi.Dinv + b->d0;
         mbk_spatial_vec *G = abi.G + b->u0;
-        int rc = b->spin      ? abi_spin(&abi.P[i], &H[b->u0], Dinv, G, &Pplus)
-                 : b->nu == 1 ? abi_one_dof(&abi.P[i], &H[b->u0], Dinv, G, &Pplus)
-                              : abi_general(&abi.P[i], H + b->u0, b->nu, Dinv, G, b->parent ? &Pplus : NULL);
-        if (rc < 0) return abi_error(&abi.P[i], i);
+        if (b->nu == 1) { /* a spin is one-dof too */
+            mbk_spatial_vec PH;
+            int rc = b->spin ? abi_spin(&abi.P[i], &H[b->u0], Dinv, &PH) : abi_one_dof(&abi.P[i], &H[b->u0], Dinv, &PH);
+            if (rc < 0) return abi_error(&abi.P[i], i);
+            abi_one_dof_pass(&abi.P[i], PH, Dinv[0], pos[i].r_PB, G, b->parent ? &abi.P[b->parent] : NULL);
+            continue;
+        }
+        if (abi_general(&abi.P[i], H + b->u0, b->nu, Dinv, G, b->parent ? &Pplus : NULL) < 0)
+            return abi_error(&abi.P[i], i);
         for (int j = 0; j < b->nu; ++j) G[j] = mbk_spatial_shift_force(G[j], mbk_vec3_neg(pos[i].r_PB));
         if (b->parent == 0) continue; /* Ground's articulated inertia is never used */
         mt_inertia_add_shifted(&abi.P[b->parent], &Pplus, pos[i].r_PB);
