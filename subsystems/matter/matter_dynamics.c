@@ -55,8 +55,8 @@ static int small_inverse(double *A, int n, double tol)
 
 #ifdef MT_V4
 /* A one-dof body's step of the ABI sweep on vectors (mt_v4.h): the same products and
-   sums as abi_one_dof, mt_inertia_downdate, the G shift and mt_inertia_add_shifted, in
-   the same order, so the same bits. An articulated inertia is read and added to in
+   sums as abi_one_dof (or abi_spin) and abi_one_dof_pass, in the same order, so the
+   same bits. An articulated inertia is read and added to in
    memory as five 4-double chunks and a last double, at the offsets where it is written:
    the parent's loads then take their data from the child's stores. */
 _Static_assert(sizeof(mt_inertia) == 21 * sizeof(double) && offsetof(mt_inertia, B) == 6 * sizeof(double) &&
