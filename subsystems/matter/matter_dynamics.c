@@ -14,7 +14,7 @@
    (no pivoting: a symmetric positive-definite matrix needs none), a third of the
    flops of Gauss-Jordan; 0 if a pivot d_k is not above tol (singular to round-off).
    Reads the lower triangle; writes the full inverse, exactly symmetric. */
-static int small_inverse(double *A, int n, double tol)
+static inline __attribute__((always_inline)) int small_inverse_n(double *A, int n, double tol)
 {
     double L[MBK_MOBILIZER_MAX_U][MBK_MOBILIZER_MAX_U], d[MBK_MOBILIZER_MAX_U], dinv[MBK_MOBILIZER_MAX_U];
     /* the factor, column by column: d_k and the column below it (L_ik d_k first, then / d_k) */
@@ -47,10 +47,16 @@ static int small_inverse(double *A, int n, double tol)
     return 1;
 }
 
+/* small_inverse, unrolled for a free body's six u (the same operations, the same bits). */
+static int small_inverse(double *A, int n, double tol)
+{
+    return n == 6 ? small_inverse_n(A, 6, tol) : small_inverse_n(A, n, tol);
+}
+
 #ifdef MT_V4
 /* A one-dof body's step of the ABI sweep on vectors (mt_v4.h): the same products and
-   sums as abi_one_dof, mt_inertia_downdate, the G shift and mt_inertia_add_shifted, in
-   the same order, so the same bits. An articulated inertia is read and added to in
+   sums as abi_one_dof (or abi_spin) and abi_one_dof_pass, in the same order, so the
+   same bits. An articulated inertia is read and added to in
    memory as five 4-double chunks and a last double, at the offsets where it is written:
    the parent's loads then take their data from the child's stores. */
 _Static_assert(sizeof(mt_inertia) == 21 * sizeof(double) && offsetof(mt_inertia, B) == 6 * sizeof(double) &&
@@ -108,25 +114,6 @@ static inline mt_sv4 icols_mul(const mt_icols *P, mt_sv4 V)
     return r;
 }
 
-/* The upper triangle of S - g h^T by columns (mt_sym3_minus_outer). */
-static inline void sym3_cols_downdate(mt_v4 c[3], mt_v4 g, mt_v4 h)
-{
-    c[0] = c[0] - v4_lane(g, 0) * h;
-    c[1] = c[1] - __builtin_shuffle(g, (mt_v4i){0, 1, 1, 1}) * __builtin_shuffle(h, (mt_v4i){1, 1, 2, 2});
-    c[2] = c[2] - g * v4_lane(h, 2);
-}
-
-/* P+ = P - g h^T (mt_inertia_downdate), by columns and rows. */
-static inline void icols_downdate(mt_icols *P, mt_sv4 g, mt_sv4 h)
-{
-    sym3_cols_downdate(P->A, g.w, h.w);
-    sym3_cols_downdate(P->D, g.v, h.v);
-    for (int i = 0; i < 3; ++i) {
-        P->Br[i] = P->Br[i] - v4_lane(g.w, i) * h.v;
-        P->Bc[i] = P->Bc[i] - g.w * v4_lane(h.v, i);
-    }
-}
-
 /* S taken to the parent's origin (mt_inertia_shifted) as chunks. */
 static inline mt_ichunks icols_shifted(const mt_icols *S, mt_v4 r)
 {
@@ -153,15 +140,29 @@ static inline mt_ichunks icols_shifted(const mt_icols *S, mt_v4 r)
     return k;
 }
 
-/* *P += S. */
-static inline void ichunks_add_to(mt_inertia *P, const mt_ichunks *S)
+/* (P + S) - g h^T in the chunks' layout: the upper triangles of g_w h_w^T and g_v h_v^T
+   and all of g_w h_v^T (mt_inertia_downdate's terms). */
+static inline mt_ichunks ichunks_add_downdate(const mt_ichunks *P, const mt_ichunks *S, mt_sv4 g, mt_sv4 h)
+{
+    mt_ichunks r;
+    const mt_v4 o[5] = {
+        __builtin_shuffle(g.w, (mt_v4i){0, 1, 2, 0}) * __builtin_shuffle(h.w, (mt_v4i){0, 1, 2, 1}),
+        __builtin_shuffle(g.w, (mt_v4i){0, 1, 0, 0}) * __builtin_shuffle(h.w, h.v, (mt_v4i){2, 2, 4, 5}),
+        __builtin_shuffle(g.w, (mt_v4i){0, 1, 1, 1}) * __builtin_shuffle(h.v, (mt_v4i){2, 0, 1, 2}),
+        __builtin_shuffle(g.w, g.v, (mt_v4i){2, 2, 2, 4}) * __builtin_shuffle(h.v, (mt_v4i){0, 1, 2, 0}),
+        __builtin_shuffle(g.v, (mt_v4i){1, 2, 0, 0}) * __builtin_shuffle(h.v, (mt_v4i){1, 2, 1, 2})};
+    for (int j = 0; j < 5; ++j) r.c[j] = (P->c[j] + S->c[j]) - o[j];
+    r.last = (P->last + S->last) - g.v[1] * h.v[2];
+    return r;
+}
+
+/* Store the chunks as *P, chunk by chunk (a wider copy would be read from the
+   stack across narrower stores, which stalls). */
+static inline void ichunks_store(mt_inertia *P, const mt_ichunks *k)
 {
     double *d = &P->A.xx;
-    for (int j = 0; j < 5; ++j) {
-        const mt_v4 x = v4_load(d + 4 * j) + S->c[j];
-        memcpy(d + 4 * j, &x, sizeof x);
-    }
-    d[20] += S->last;
+    for (int j = 0; j < 5; ++j) memcpy(d + 4 * j, &k->c[j], sizeof k->c[j]);
+    d[20] = k->last;
 }
 
 #endif
@@ -228,36 +229,43 @@ static int abi_general(const mt_inertia *P, const mbk_spatial_vec *Hb, int nu, d
     return 0;
 }
 
-/* The same for one u, the common case: D is a scalar. */
-static int abi_one_dof(const mt_inertia *P, const mbk_spatial_vec *h, double *Dinv,
-                       mbk_spatial_vec *G, mt_inertia *Pplus)
+/* The same for one u, the common case: D is a scalar; gives 1/D and P H. */
+static int abi_one_dof(const mt_inertia *P, const mbk_spatial_vec *h, double *Dinv, mbk_spatial_vec *PH)
 {
-    mbk_spatial_vec PH = mt_inertia_mul(P, h);
-    double D = mbk_spatial_vec_dot(*h, PH);
+    *PH = mt_inertia_mul(P, h);
+    double D = mbk_spatial_vec_dot(*h, *PH);
     if (!(D > pivot_tolerance(P, h, 1))) return -1;
     Dinv[0] = 1.0 / D;
-    *G = mbk_spatial_vec_scale(PH, Dinv[0]);
-    mt_inertia_downdate(Pplus, P, G, &PH);
     return 0;
 }
 
 /* The same for a spin, H = (a, 0): P H = (A a, B^T a) and D = a . A a. */
-static int abi_spin(const mt_inertia *P, const mbk_spatial_vec *h, double *Dinv,
-                    mbk_spatial_vec *G, mt_inertia *Pplus)
+static int abi_spin(const mt_inertia *P, const mbk_spatial_vec *h, double *Dinv, mbk_spatial_vec *PH)
 {
     mbk_vec3 a = h->w;
     const double(*B)[3] = P->B.m;
-    mbk_spatial_vec PH;
-    PH.w = mt_sym3_mul(&P->A, a);
-    PH.v = mbk_vec3_make(B[0][0] * a.x + B[1][0] * a.y + B[2][0] * a.z,
-                         B[0][1] * a.x + B[1][1] * a.y + B[2][1] * a.z,
-                         B[0][2] * a.x + B[1][2] * a.y + B[2][2] * a.z);
-    double D = mbk_vec3_dot(a, PH.w);
+    PH->w = mt_sym3_mul(&P->A, a);
+    PH->v = mbk_vec3_make(B[0][0] * a.x + B[1][0] * a.y + B[2][0] * a.z,
+                          B[0][1] * a.x + B[1][1] * a.y + B[2][1] * a.z,
+                          B[0][2] * a.x + B[1][2] * a.y + B[2][2] * a.z);
+    double D = mbk_vec3_dot(a, PH->w);
     if (!(D > pivot_tolerance(P, h, 1))) return -1;
     Dinv[0] = 1.0 / D;
-    *G = mbk_spatial_vec_scale(PH, Dinv[0]);
-    mt_inertia_downdate(Pplus, P, G, &PH);
     return 0;
+}
+
+/* A one-dof body's G and its share of its parent's articulated inertia Pp (NULL on
+   Ground), in abi_one_dof_v4's order: X PH is the force P H taken to the parent's
+   origin, G = X PH / D is stored there, and P+ taken there is shift(P) - G (X PH)^T,
+   so Pp becomes (Pp + shift(P)) - G (X PH)^T. */
+static void abi_one_dof_pass(const mt_inertia *P, mbk_spatial_vec PH, double Dinv, mbk_vec3 r_PB,
+                             mbk_spatial_vec *G, mt_inertia *Pp)
+{
+    const mbk_spatial_vec XPH = mbk_spatial_shift_force(PH, mbk_vec3_neg(r_PB));
+    *G = mbk_spatial_vec_scale(XPH, Dinv);
+    if (!Pp) return;
+    mt_inertia_add_shifted(Pp, P, r_PB);
+    mt_inertia_downdate(Pp, Pp, G, &XPH);
 }
 
 /* Whether every entry of an articulated inertia is finite. */
@@ -274,13 +282,18 @@ static bool inertia_finite(const mt_inertia *P)
 
 
 #ifdef MT_V4
-/* abi_one_dof or abi_spin, the G shift and the parent's sum for one body; -1 as they. */
+/* One-dof body i's step on vectors (abi_one_dof or abi_spin), reordered so that little
+   waits for 1/D: P+ taken to the parent's origin is shift(P) - G' (X PH)^T with X PH
+   the force P H shifted there and G' = X PH / D the stored G, so shift(P) and X PH are
+   formed alongside the division and the parent gets (P_parent + shift(P)) - G' (X PH)^T.
+   P is *carry when carried (the previous step's sum for its parent i), else memory;
+   the parent's sum is stored and left in *carry. -1 as abi_one_dof. */
 static inline int abi_one_dof_v4(mt_abi *abi, const mt_node *b, int i, const mbk_spatial_vec *h,
-                                 const mt_pos *pos)
+                                 const mt_pos *pos, mt_ichunks *carry, bool carried)
 {
     const mt_inertia *P = &abi->P[i];
-    const mt_ichunks k = ichunks_load(P);
-    mt_icols c = icols_of(&k);
+    const mt_ichunks k = carried ? *carry : ichunks_load(P);
+    const mt_icols c = icols_of(&k);
     const mt_sv4 hv = sv4_load(h);
     mt_sv4 PH;
     double D;
@@ -292,17 +305,17 @@ static inline int abi_one_dof_v4(mt_abi *abi, const mt_node *b, int i, const mbk
         PH = icols_mul(&c, hv);
         D = v4_dot(hv.w, PH.w) + v4_dot(hv.v, PH.v);
     }
+    const mt_v4 r = v4_load(&pos->r_PB.x), nr = -r; /* lane 3: I_G.xx (mt_pos) */
+    const mt_sv4 XPH = {PH.w - v4_cross(nr, PH.v), PH.v};
     if (!(D > pivot_tolerance(P, h, 1))) return -1;
     const double Dinv = 1.0 / D;
     abi->Dinv[b->d0] = Dinv;
-    const mt_v4 s = {Dinv, Dinv, Dinv, Dinv};
-    const mt_sv4 G = {PH.w * s, PH.v * s};
-    const mt_v4 r = v4_load(&pos->r_PB.x), nr = -r; /* lane 3: I_G.xx (mt_pos) */
-    sv4_store(&abi->G[b->u0], (mt_sv4){G.w - v4_cross(nr, G.v), G.v});
+    const mt_sv4 G = sv4_scale(XPH, Dinv);
+    sv4_store(&abi->G[b->u0], G);
     if (b->parent == 0) return 0; /* Ground's articulated inertia is never used */
-    icols_downdate(&c, G, PH);
-    const mt_ichunks S = icols_shifted(&c, r);
-    ichunks_add_to(&abi->P[b->parent], &S);
+    const mt_ichunks S = icols_shifted(&c, r), Pp = ichunks_load(&abi->P[b->parent]);
+    *carry = ichunks_add_downdate(&Pp, &S, G, XPH);
+    ichunks_store(&abi->P[b->parent], carry);
     return 0;
 }
 #endif
@@ -331,21 +344,33 @@ int mt_realize_abi(const mbk_matter *m, const mbk_state *s)
     const bool own_mass = pm[0] != 0.0;
     for (int i = 1; i < m->nb; ++i)
         mt_inertia_set_rigid(&abi.P[i], &pos[i].I_G, own_mass ? pm[i] : m->nodes[i].mass, pos[i].c_G);
+#ifdef MT_V4
+    mt_ichunks carry; /* the articulated inertia of body carried_to, also in memory */
+    int carried_to = -1;
+#endif
     for (int i = m->nb - 1; i >= 1; --i) {
         const mt_node *b = &m->nodes[i];
         mt_inertia Pplus;
 #ifdef MT_V4
         if (b->nu == 1) {
-            if (abi_one_dof_v4(&abi, b, i, &H[b->u0], &pos[i]) == 0) continue;
-            return abi_error(&abi.P[i], i);
+            if (abi_one_dof_v4(&abi, b, i, &H[b->u0], &pos[i], &carry, carried_to == i) < 0)
+                return abi_error(&abi.P[i], i);
+            carried_to = b->parent;
+            continue;
         }
+        carried_to = -1; /* the step below adds to its parent in memory only */
 #endif
         double *Dinv = abi.Dinv + b->d0;
         mbk_spatial_vec *G = abi.G + b->u0;
-        int rc = b->spin      ? abi_spin(&abi.P[i], &H[b->u0], Dinv, G, &Pplus)
-                 : b->nu == 1 ? abi_one_dof(&abi.P[i], &H[b->u0], Dinv, G, &Pplus)
-                              : abi_general(&abi.P[i], H + b->u0, b->nu, Dinv, G, b->parent ? &Pplus : NULL);
-        if (rc < 0) return abi_error(&abi.P[i], i);
+        if (b->nu == 1) { /* a spin is one-dof too */
+            mbk_spatial_vec PH;
+            int rc = b->spin ? abi_spin(&abi.P[i], &H[b->u0], Dinv, &PH) : abi_one_dof(&abi.P[i], &H[b->u0], Dinv, &PH);
+            if (rc < 0) return abi_error(&abi.P[i], i);
+            abi_one_dof_pass(&abi.P[i], PH, Dinv[0], pos[i].r_PB, G, b->parent ? &abi.P[b->parent] : NULL);
+            continue;
+        }
+        if (abi_general(&abi.P[i], H + b->u0, b->nu, Dinv, G, b->parent ? &Pplus : NULL) < 0)
+            return abi_error(&abi.P[i], i);
         for (int j = 0; j < b->nu; ++j) G[j] = mbk_spatial_shift_force(G[j], mbk_vec3_neg(pos[i].r_PB));
         if (b->parent == 0) continue; /* Ground's articulated inertia is never used */
         mt_inertia_add_shifted(&abi.P[b->parent], &Pplus, pos[i].r_PB);
@@ -366,19 +391,82 @@ int mt_realize_dynamics(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     return 0;
 }
 
-/* P V for the sweeps: mt_inertia_mul, on vectors where there are (the same bits). */
-static inline mbk_spatial_vec aba_inertia_mul(const mt_inertia *P, const mbk_spatial_vec *V)
-{
 #ifdef MT_V4
-    const mt_ichunks k = ichunks_load(P);
-    const mt_icols c = icols_of(&k);
-    mbk_spatial_vec r;
-    sv4_store(&r, icols_mul(&c, sv4_load(V)));
-    return r;
-#else
-    return mt_inertia_mul(P, V);
-#endif
+/* Tip to base on vectors: the articulated bias forces, the scalar sweep's sums in its
+   order (the same bits); udot holds eps = tau - H^T z meanwhile. */
+static void aba_bias_v4(const mbk_matter *m, const mt_pos *pos, const mt_vel *vel, const mbk_spatial_vec *H,
+                        const mt_abi *abi, const double *tau, const mbk_spatial_vec *F, mbk_spatial_vec *z,
+                        double *udot)
+{
+    const mt_sv4 zero = {{0.0, 0.0, 0.0, 0.0}, {0.0, 0.0, 0.0, 0.0}};
+    mt_sv4 carry = zero; /* z passed to body i - 1 */
+    for (int i = m->nb - 1; i >= 1; --i) {
+        const mt_node *b = &m->nodes[i];
+        const mbk_spatial_vec *Hb = H + b->u0, *Gb = abi->G + b->u0;
+        mt_sv4 zi = b->fed ? sv4_add(sv4_load(&z[i]), carry) : carry;
+        if (vel) {
+            const mt_ichunks k = ichunks_load(&abi->P[i]);
+            const mt_icols c = icols_of(&k);
+            zi = sv4_add(zi, sv4_add(icols_mul(&c, sv4_load(&vel[i].a_c)), sv4_load(&vel[i].b)));
+        }
+        if (F) zi = sv4_sub(zi, sv4_load(&F[i]));
+        const mt_v4 nr = -v4_load(&pos[i].r_PB.x); /* lane 3: I_G.xx (mt_pos) */
+        mt_sv4 zp = {zi.w - v4_cross(nr, zi.v), zi.v};
+        if (b->spin) { /* H = (a, 0): H^T z is a . z_w */
+            const double eps = (tau ? tau[b->u0] : 0.0) - v4_dot(v4_load(&Hb[0].w.x), zi.w);
+            udot[b->u0] = eps;
+            zp = sv4_add(zp, sv4_scale(sv4_load(&Gb[0]), eps));
+        } else for (int j = 0; j < b->nu; ++j) { /* H^T G = 1: each eps from the same zi */
+            const mt_sv4 h = sv4_load(&Hb[j]);
+            const double eps = (tau ? tau[b->u0 + j] : 0.0) - (v4_dot(h.w, zi.w) + v4_dot(h.v, zi.v));
+            udot[b->u0 + j] = eps;
+            zp = sv4_add(zp, sv4_scale(sv4_load(&Gb[j]), eps));
+        }
+        if (b->parent == i - 1) {
+            carry = zp;
+        } else {
+            if (b->parent > 0) sv4_store(&z[b->parent], sv4_add(sv4_load(&z[b->parent]), zp)); /* Ground's is unused */
+            carry = zero;
+        }
+    }
 }
+
+/* Base to tip on vectors: the accelerations, the scalar sweep's sums in its order. */
+static void aba_accel_v4(const mbk_matter *m, const mt_pos *pos, const mt_vel *vel, const mbk_spatial_vec *H,
+                         const mt_abi *abi, mbk_spatial_vec *A, double *udot)
+{
+    const mt_sv4 zero = {{0.0, 0.0, 0.0, 0.0}, {0.0, 0.0, 0.0, 0.0}};
+    A[0] = mbk_spatial_vec_zero();
+    mt_sv4 Aprev = zero; /* A of body i - 1 */
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_node *b = &m->nodes[i];
+        const mbk_spatial_vec *Hb = H + b->u0, *Gb = abi->G + b->u0;
+        const double *Dinv = abi->Dinv + b->d0;
+        double *ud = udot + b->u0;
+        const mt_sv4 A_P = b->parent == i - 1 ? Aprev : sv4_load(&A[b->parent]);
+        mt_sv4 Ai = {A_P.w, A_P.v + v4_cross(A_P.w, v4_load(&pos[i].r_PB.x))};
+        if (vel) Ai = sv4_add(Ai, sv4_load(&vel[i].a_c));
+        if (b->nu == 1) {
+            const mt_sv4 g = sv4_load(&Gb[0]);
+            ud[0] = Dinv[0] * ud[0] - (v4_dot(g.w, A_P.w) + v4_dot(g.v, A_P.v));
+            if (b->spin) Ai.w = Ai.w + v4_load(&Hb[0].w.x) * ud[0];
+            else Ai = sv4_add(Ai, sv4_scale(sv4_load(&Hb[0]), ud[0]));
+        } else {
+            double e[MBK_MOBILIZER_MAX_U];
+            for (int j = 0; j < b->nu; ++j) e[j] = ud[j];
+            for (int r = 0; r < b->nu; ++r) {
+                const mt_sv4 g = sv4_load(&Gb[r]);
+                double x = -(v4_dot(g.w, A_P.w) + v4_dot(g.v, A_P.v));
+                for (int j = 0; j < b->nu; ++j) x += Dinv[r * b->nu + j] * e[j];
+                ud[r] = x;
+                Ai = sv4_add(Ai, sv4_scale(sv4_load(&Hb[r]), x));
+            }
+        }
+        sv4_store(&A[i], Ai);
+        Aprev = Ai;
+    }
+}
+#endif
 
 /* The articulated-body sweeps: udot from mobility forces tau, body forces F
    and (when with_velocity) the velocity terms. A and z are scratch arrays.
@@ -396,13 +484,17 @@ void mt_aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
     const mt_abi abi = mt_abi_of(m, s);
     /* only bodies fed through memory need a zero start; along runs z travels in registers */
     for (int k = 0; k < m->nfed; ++k) z[m->fed[k]] = mbk_spatial_vec_zero();
+#ifdef MT_V4
+    aba_bias_v4(m, pos, vel, H, &abi, tau, F, z, udot);
+    aba_accel_v4(m, pos, vel, H, &abi, A, udot);
+#else
     /* tip to base: articulated bias forces; udot holds eps = tau - H^T z meanwhile */
     mbk_spatial_vec carry = mbk_spatial_vec_zero(); /* z passed to body i - 1 */
     for (int i = m->nb - 1; i >= 1; --i) {
         const mt_node *b = &m->nodes[i];
         const mbk_spatial_vec *Hb = H + b->u0, *Gb = abi.G + b->u0;
         mbk_spatial_vec zi = b->fed ? mbk_spatial_vec_add(z[i], carry) : carry;
-        if (vel) zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_add(aba_inertia_mul(&abi.P[i], &vel[i].a_c), vel[i].b));
+        if (vel) zi = mbk_spatial_vec_add(zi, mbk_spatial_vec_add(mt_inertia_mul(&abi.P[i], &vel[i].a_c), vel[i].b));
         if (F) zi = mbk_spatial_vec_sub(zi, F[i]);
         mbk_spatial_vec zp = mbk_spatial_shift_force(zi, mbk_vec3_neg(pos[i].r_PB));
         if (b->spin) { /* H = (a, 0): H^T z is a . z_w */
@@ -448,6 +540,7 @@ void mt_aba_solve(const mbk_matter *m, const mbk_state *s, const double *tau,
         }
         A[i] = Aprev = Ai;
     }
+#endif
 }
 
 /* udot[k] is NaN or infinite although the forces were finite (they are checked at
