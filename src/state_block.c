@@ -20,14 +20,20 @@
 
 static size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
 
-/* The allocator hooks give malloc's alignment (16 bytes): ask for 64 more and keep
-   the pointer they returned in the bytes just before the aligned block. */
+/* The allocator hooks give malloc's alignment (16 bytes, or whatever a user's hook
+   gives): ask for room to align and to keep the pointer they returned in the bytes just
+   before the aligned block. */
 unsigned char *st_block_alloc(size_t size)
 {
-    const size_t pad = 64;
-    unsigned char *raw = mbk_calloc(1, size + pad);
-    if (!raw) return NULL;
-    unsigned char *block = raw + pad - ((uintptr_t)raw & (pad - 1)); /* at least sizeof raw past it */
+    unsigned char *raw;
+    const size_t line = 64, pad = line + sizeof raw;
+    if (size > SIZE_MAX - pad) {
+        mbk_set_error(MBK_ENOMEM, "a State block of %zu bytes is too large", size);
+        return NULL;
+    }
+    if (!(raw = mbk_calloc(1, size + pad))) return NULL;
+    /* the first line boundary with room for raw before it */
+    unsigned char *block = raw + sizeof raw + (line - ((uintptr_t)(raw + sizeof raw) & (line - 1))) % line;
     memcpy(block - sizeof raw, &raw, sizeof raw);
     return block;
 }

@@ -280,7 +280,6 @@ static bool inertia_finite(const mt_inertia *P)
     return sym3_finite(&P->A) && sym3_finite(&P->D) && mbk_mat33_is_finite(P->B);
 }
 
-
 #ifdef MT_V4
 /* One-dof body i's step on vectors (abi_one_dof or abi_spin), reordered so that little
    waits for 1/D: P+ taken to the parent's origin is shift(P) - G' (X PH)^T with X PH

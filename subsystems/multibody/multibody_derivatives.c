@@ -297,9 +297,12 @@ static int check_finite(const double *a, int rows, int cols, int ld, const char 
 
 static void zero_rows(double *a, int rows, int cols, int ld)
 {
-    if (a && ld == cols) /* dense: one call */
+    if (!a) return;
+    if (ld == cols) { /* dense: one call */
         memset(a, 0, (size_t)rows * (size_t)cols * sizeof *a);
-    for (int i = 0; a && ld != cols && i < rows; ++i) memset(a + (size_t)i * (size_t)ld, 0, (size_t)cols * sizeof *a);
+        return;
+    }
+    for (int i = 0; i < rows; ++i) memset(a + (size_t)i * (size_t)ld, 0, (size_t)cols * sizeof *a);
 }
 
 static void negate_rows(double *a, int rows, int cols, int ld)
