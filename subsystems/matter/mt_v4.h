@@ -125,9 +125,6 @@ static inline mt_sv4 sv4_cross_force(mt_sv4 a, mt_sv4 f)
     return r;
 }
 
-/* A 3-vector in lanes 0..2 (lane 3 zero), from its three numbers. */
-static inline mt_v4 v4_of(mbk_vec3 a) { return (mt_v4){a.x, a.y, a.z, 0.0}; }
-
 /* A composite inertia (mt_composite) as vectors. */
 typedef struct mt_comp4 {
     mt_v4 I[3]; /* the inertia by columns (sym3_cols) */
