@@ -339,11 +339,12 @@ static void test_nonfinite_is_an_error(void)
 /* ------------------------------------------------------------------ */
 
 /* n pins, each coupled to the one before (q_i = q_{i-1}): 1 dof and n-1 independent,
-   consistent equations whose matrix is ill-conditioned. The solve is full rank, yet
-   what it leaves is above a fixed 1e-8 relative residual: that must not be called
-   inconsistent. */
-static void test_long_coupler_chain(int n, double L, double I)
+   consistent equations whose matrix is ill-conditioned. The solve is full rank and must
+   not be called inconsistent; returns the acceleration error it leaves (a round-off
+   quantity, so main asks that some chain leave more than the old fixed 1e-8). */
+static double long_coupler_chain(int n, double L, double I)
 {
+    double left = 0;
     mbk_system *sys = mbk_multibody_create("mimic chain");
     mbk_matter *m = mbk_multibody_upd_matter(sys);
     mbk_mass_props mp = mbk_mass_props_from_central(1.0, (mbk_vec3){L / 2, 0, 0}, mbk_mat33_diag(I, I, I));
@@ -366,11 +367,9 @@ static void test_long_coupler_chain(int n, double L, double I)
         int rank = -1, mt = -1;
         mbk_matter_get_constraint_rank(mbk_multibody_get_matter(sys), s, &rank, &mt);
         CHECK_INT(rank, n - 1);
-        /* the left-over is above the old fixed 1e-8 (relative to 1 + |b|)... */
-        double left = 0;
+        /* what is left over (relative to 1 + |b|)... */
         const double *e = mbk_state_get_udoterr(s);
         for (int i = 0; i < mt; ++i) left = fmax(left, fabs(e[i]));
-        CHECK(left > 1e-8);
         /* ...yet every coordinate accelerates alike to a few parts in 10^5 of udot */
         const double *ud = mbk_state_get_udot(s);
         double spread = 0;
@@ -379,6 +378,18 @@ static void test_long_coupler_chain(int n, double L, double I)
     }
     mbk_state_destroy(s);
     mbk_system_destroy(sys);
+    return left;
+}
+
+/* Chains of 300 and 400 links, 5 and 7 cm long: each is solved, and at least one leaves
+   more than a fixed 1e-8 would have allowed (which one depends on the build's rounding:
+   fused multiply-adds or not). */
+static void test_long_coupler_chains(void)
+{
+    double most = 0;
+    for (int n = 300; n <= 400; n += 100)
+        for (int k = 0; k < 2; ++k) most = fmax(most, long_coupler_chain(n, 0.05 + 0.02 * k, 1.0));
+    if (!CHECK(most > 1e-8)) printf("  largest left-over %g\n", most);
 }
 
 /* Conflicting equations are still refused: two prescribed accelerations of one pin. */
@@ -419,7 +430,7 @@ int main(void)
     test_failed_handler_event_not_lost();
     test_failed_calls_leave_state();
     test_nonfinite_is_an_error();
-    test_long_coupler_chain(300, 0.05, 1.0);
+    test_long_coupler_chains();
     test_conflicting_constraints_refused();
     return mbk_test_finish();
 }
