@@ -24,14 +24,16 @@ static void rnea_v4(const mbk_matter *m, const mbk_state *s, const double *udot,
         const mt_node *b = &m->nodes[i];
         const mt_pos *p = &pos[i];
         const mt_sv4 A_P = b->parent == i - 1 ? A_prev : sv4_load(&A[b->parent]);
-        mt_sv4 Ai = {A_P.w, A_P.v + v4_cross(A_P.w, v4_load(&p->r_PB.x))};
-        if (vel) Ai = sv4_add(Ai, sv4_load(&vel[i].a_c));
-        if (udot && b->spin) Ai.w = Ai.w + v4_load(&H[b->u0].w.x) * udot[b->u0];
+        /* the body's own part first (a_c + H udot), so that along a chain each body adds
+           one sum to its parent's acceleration */
+        mt_sv4 d = vel ? sv4_load(&vel[i].a_c) : (mt_sv4){zero, zero};
+        if (udot && b->spin) d.w = d.w + v4_load(&H[b->u0].w.x) * udot[b->u0];
         else for (int j = 0; udot && j < b->nu; ++j) {
             const mt_sv4 h = sv4_load(&H[b->u0 + j]);
-            Ai.w = Ai.w + h.w * udot[b->u0 + j];
-            Ai.v = Ai.v + h.v * udot[b->u0 + j];
+            d.w = d.w + h.w * udot[b->u0 + j];
+            d.v = d.v + h.v * udot[b->u0 + j];
         }
+        const mt_sv4 Ai = {A_P.w + d.w, A_P.v + (v4_cross(A_P.w, v4_load(&p->r_PB.x)) + d.v)};
         sv4_store(&A[i], Ai);
         A_prev = Ai;
         /* the body's rigid inertia times Ai (mt_rigid_mul) */
@@ -47,13 +49,15 @@ static void rnea_v4(const mbk_matter *m, const mbk_state *s, const double *udot,
     mt_sv4 carry = {zero, zero}; /* force passed to body i - 1 */
     for (int i = m->nb - 1; i >= 1; --i) {
         const mt_node *b = &m->nodes[i];
-        const mt_sv4 f = sv4_add(sv4_load(&Fb[i]), carry);
+        const mt_sv4 Fi = sv4_load(&Fb[i]), f = sv4_add(Fi, carry);
         if (b->spin) residual[b->u0] = v4_dot(v4_load(&H[b->u0].w.x), f.w) - (tau ? tau[b->u0] : 0.0);
         else for (int j = 0; j < b->nu; ++j) {
             const mt_sv4 h = sv4_load(&H[b->u0 + j]);
             residual[b->u0 + j] = (v4_dot(h.w, f.w) + v4_dot(h.v, f.v)) - (tau ? tau[b->u0 + j] : 0.0);
         }
-        const mt_sv4 fp = {f.w - v4_cross(-v4_load(&pos[i].r_PB.x), f.v), f.v};
+        /* f taken to the parent's origin, the carried moment added last (one sum per body
+           along a chain) */
+        const mt_sv4 fp = {carry.w + (Fi.w - v4_cross(-v4_load(&pos[i].r_PB.x), f.v)), f.v};
         carry.w = carry.v = zero;
         if (b->parent == i - 1) carry = fp;
         else if (b->parent > 0) sv4_store(&Fb[b->parent], sv4_add(sv4_load(&Fb[b->parent]), fp));
@@ -81,10 +85,11 @@ void mt_rnea(const mbk_matter *m, const mbk_state *s, const double *udot, const 
     for (int i = 1; i < m->nb; ++i) {
         const mt_node *b = &m->nodes[i];
         const mbk_spatial_vec A_P = b->parent == i - 1 ? A_prev : A[b->parent];
-        mbk_spatial_vec Ai = mbk_spatial_shift_motion(A_P, pos[i].r_PB);
-        if (vel) Ai = mbk_spatial_vec_add(Ai, vel[i].a_c);
-        if (udot && b->spin) Ai.w = mbk_vec3_add(Ai.w, mbk_vec3_scale(H[b->u0].w, udot[b->u0]));
-        else for (int j = 0; udot && j < b->nu; ++j) Ai = mbk_spatial_vec_add(Ai, mbk_spatial_vec_scale(H[b->u0 + j], udot[b->u0 + j]));
+        mbk_spatial_vec d = vel ? vel[i].a_c : mbk_spatial_vec_zero(); /* rnea_v4's order */
+        if (udot && b->spin) d.w = mbk_vec3_add(d.w, mbk_vec3_scale(H[b->u0].w, udot[b->u0]));
+        else for (int j = 0; udot && j < b->nu; ++j) d = mbk_spatial_vec_add(d, mbk_spatial_vec_scale(H[b->u0 + j], udot[b->u0 + j]));
+        const mbk_spatial_vec Ai = {mbk_vec3_add(A_P.w, d.w),
+                                    mbk_vec3_add(A_P.v, mbk_vec3_add(mbk_vec3_cross(A_P.w, pos[i].r_PB), d.v))};
         A[i] = A_prev = Ai;
         mbk_spatial_vec f = mt_rigid_mul(mt_mass_of(m, pos, i), &pos[i], Ai);
         if (vel) f = mbk_spatial_vec_add(f, vel[i].b);
@@ -98,7 +103,8 @@ void mt_rnea(const mbk_matter *m, const mbk_state *s, const double *udot, const 
         if (b->spin) residual[b->u0] = mbk_vec3_dot(H[b->u0].w, f.w) - (tau ? tau[b->u0] : 0.0);
         else for (int j = 0; j < b->nu; ++j)
             residual[b->u0 + j] = mbk_spatial_vec_dot(H[b->u0 + j], f) - (tau ? tau[b->u0 + j] : 0.0);
-        mbk_spatial_vec fp = mbk_spatial_shift_force(f, mbk_vec3_neg(pos[i].r_PB));
+        const mbk_spatial_vec Fs = mbk_spatial_shift_force(mbk_spatial_vec_make(Fb[i].w, f.v), mbk_vec3_neg(pos[i].r_PB));
+        mbk_spatial_vec fp = mbk_spatial_vec_make(mbk_vec3_add(carry.w, Fs.w), f.v);
         carry = mbk_spatial_vec_zero();
         if (b->parent == i - 1) carry = fp;
         else if (b->parent > 0) Fb[b->parent] = mbk_spatial_vec_add(Fb[b->parent], fp);
