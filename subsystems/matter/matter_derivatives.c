@@ -1022,6 +1022,27 @@ static inline void copy_row(double *restrict dst, const double *restrict src, in
     }
 }
 
+/* copy_row, and each value times zero added into *acc (NaN in a lane exactly when a value
+   copied there is infinite or NaN: the check of the results rides on the copy's loads). */
+static inline void copy_row_acc(double *restrict dst, const double *restrict src, int n, dvec8 *acc)
+{
+    int k = 0;
+#if MT_VEC8
+    for (; k + 8 <= n; k += 8) {
+        dvec8 t;
+        memcpy(&t, src + k, sizeof t);
+        memcpy(dst + k, &t, sizeof t);
+        *acc += t * 0.0;
+    }
+#endif
+    double r = 0.0;
+    for (; k < n; ++k) {
+        dst[k] = src[k];
+        r += src[k] * 0.0;
+    }
+    *acc += r;
+}
+
 /* w1 columns of X1 from a1 and w2 of X2 from a2, side by side, into the work space Y
    (rows W apart, W a multiple of 8 and less than w1 + w2 + 8; the rest of each row
    zero), or (back) from it. */
@@ -1176,12 +1197,16 @@ int mt_deriv_solve_block(const mbk_matter *m, const mbk_state *s, double scale, 
     if (rc < 0) return rc;
     const int W = (n1 + n2 + 7) / 8 * 8;
     BLOCK_SOLVE[W / 8](m, Y, (size_t)W, LD, Dsc, L);
+    dvec8 acc[2] = {splat(0.0), splat(0.0)};
     for (int i = 0; i < m->nu; ++i) {
         const double *y = Y + (size_t)i * (size_t)W;
-        copy_row(X1 + (size_t)i * (size_t)ld1, y, n1);
-        copy_row(X2 + (size_t)i * (size_t)ld2, y + n1, n2);
+        copy_row_acc(X1 + (size_t)i * (size_t)ld1, y, n1, &acc[0]);
+        copy_row_acc(X2 + (size_t)i * (size_t)ld2, y + n1, n2, &acc[1]);
     }
-    return MBK_OK;
+    /* x * 0 is NaN exactly for an infinite or NaN x, and a NaN stays in the sums */
+    double sum = 0.0;
+    for (size_t l = 0; l < sizeof(dvec8) / sizeof(double); ++l) sum += ((const double *)&acc[0])[l] + ((const double *)&acc[1])[l];
+    return sum == sum ? MBK_OK : 1;
 }
 
 int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1, double *X2,

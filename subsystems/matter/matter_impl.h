@@ -264,7 +264,8 @@ int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double
    takes (then use mt_deriv_solve). */
 double *mt_deriv_block(const mbk_matter *m, const mbk_state *s, int n, int *ld);
 /* After setup, with the right-hand side in the block (its first n1 columns, then n2):
-   X1 <- scale M^-1 (the first n1 columns), X2 <- the next n2. 0 or a negative status. */
+   X1 <- scale M^-1 (the first n1 columns), X2 <- the next n2. 0, 1 if a result is not
+   finite (NaN or infinite, to be found and reported by the caller), or a negative status. */
 int mt_deriv_solve_block(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1,
                          double *X2, int ld2, int n2);
 /* Byte size of the derivative work space. */

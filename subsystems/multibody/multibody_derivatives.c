@@ -379,6 +379,7 @@ int mbk_system_calc_acceleration_derivatives_ld(const mbk_system *sys, mbk_state
         if ((rc = residual_derivatives(&c, udot, Y, ldy, Y + c.nq, ldy, true, true, fn)) < 0) return rc;
         if ((rc = mt_deriv_solve_block(m, s, 1.0, dudot_dq, ldq, c.nq, dudot_du, ldu, c.nu)) < 0)
             return mbk_set_error(rc, "%s: %s", fn, mbk_last_error());
+        if (rc == MBK_OK) return MBK_OK; /* the solve found every entry finite */
     } else { /* -dr in the arrays, M^-1 there */
         if ((rc = residual_derivatives(&c, udot, dudot_dq, ldq, dudot_du, ldu, true, false, fn)) < 0) return rc;
         if ((rc = mt_deriv_solve(m, s, 1.0, dudot_dq, ldq, c.nq, dudot_du, ldu, c.nu)) < 0)
