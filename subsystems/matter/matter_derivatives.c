@@ -718,6 +718,52 @@ static void pad_columns(double *X, int nc, int n)
     if (n % 8) memset(col_at(X, nc, n / 8 * 8, 0), 0, (size_t)(8 * nc) * sizeof *X);
 }
 
+#ifdef MT_V4
+/* A spatial vector into components 0 .. 5 at p (eight lanes apart). */
+static inline void put_soa4(double *p, mt_sv4 v)
+{
+    p[0] = v.w[0]; p[8] = v.w[1]; p[16] = v.w[2]; p[24] = v.v[0]; p[32] = v.v[1]; p[40] = v.v[2];
+}
+
+/* Bc w (Bc_mul) with vectors, Bc's symmetric part by columns. */
+static inline mt_sv4 bc4_mul(const mt_v4 B[3], mt_sv4 hc, mt_v4 w)
+{
+    mt_sv4 r = {sym3_cols_mul(B, w) + v4_cross(w, hc.w), v4_cross(w, hc.v) * 2.0};
+    return r;
+}
+
+/* Body j's nq columns of q from q0 and nu of u from u0 into the sweep's arrays, as the
+   scalar loops in mt_deriv_sweep do (the same products and sums, with vectors). */
+static void columns_v4(const mt_dws *ws, const mt_dbody *dj, int q0, int nq, int u0, int nu, bool vel, bool phi)
+{
+    const mt_comp4 Y = comp4_load(&dj->Yc);
+    const mt_sv4 F = sv4_load(&dj->F), hc = sv4_load(&dj->hc);
+    mt_v4 B[3];
+    sym3_cols(&dj->Bs, B);
+    for (int k = 0; k < nq; ++k) {
+        const int col = q0 + k;
+        const mt_dcol *c = &ws->qcol[col];
+        const mt_sv4 T = sv4_load(&c->T), al = sv4_load(&c->alpha), w = sv4_load(&c->w);
+        mt_sv4 g = sv4_add(sv4_cross_force(T, F), comp4_mul(&Y, al));
+        if (vel) g = sv4_add(g, bc4_mul(B, hc, w.w));
+        double *p = col_at(ws->qs, MT_QS, col, 0);
+        put_soa4(p, al);
+        p[48] = w.w[0]; p[56] = w.w[1]; p[64] = w.w[2];
+        put_soa4(p + 72, g);
+        if (phi) put_soa4(p + 120, T);
+    }
+    for (int l = 0; l < nu; ++l) {
+        const int col = u0 + l;
+        const mt_ducol *c = &ws->ucol[col];
+        const mt_sv4 S = sv4_load(&c->T), al = sv4_load(&c->alpha);
+        double *p = col_at(ws->us, MT_US, col, 0);
+        put_soa4(p, al);
+        p[48] = S.w[0]; p[56] = S.w[1]; p[64] = S.w[2];
+        put_soa4(p + 72, sv4_add(comp4_mul(&Y, al), bc4_mul(B, hc, S.w)));
+    }
+}
+#endif
+
 void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, double *dr_dq, int ldq, double *dr_du,
                     int ldu)
 {
@@ -739,6 +785,10 @@ void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, doubl
     for (int j = 1; j < m->nb; ++j) {
         const mt_body *bj = &m->bodies[j];
         const mt_dbody *dj = &db[j];
+#ifdef MT_V4
+        columns_v4(&ws, dj, lay[2 * j], dr_dq ? lay[2 * j + 1] : 0, bj->u0, dr_du && vel ? bj->nu : 0, vel, phi);
+        continue;
+#endif
         for (int k = 0; dr_dq && k < lay[2 * j + 1]; ++k) {
             const int col = lay[2 * j] + k;
             const mt_dcol *c = &ws.qcol[col];
