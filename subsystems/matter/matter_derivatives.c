@@ -517,6 +517,91 @@ static int general_body(const mbk_matter *m, const mbk_state *s, int i, mt_dws *
     return MBK_OK;
 }
 
+/* A Free joint with a quaternion, as general_body and joint_columns do it, from what the
+   mobilizer's form makes known: H is constant in F (angular columns, then linear), HDot is
+   zero, and the derivatives need no call of its ops. A quaternion coordinate k turns the
+   subtree about omega_k = 2 vec((dq_k) qhat^*), dq_k = (e_k - qhat qhat_k) / |q|, with
+   dS = 0; a coordinate of p_FM moves it along e, with dS_l = -(e_l x e) for the angular
+   columns l (in F). */
+static void free_body(const mbk_matter *m, int i, mt_dws *ws, const double *q, const int *lay, const double *ub,
+                      const double *udb, const mt_pos *pos, const mbk_spatial_vec *H, const mt_dbody *dp, mt_dbody *di)
+{
+    const mt_body *b = &m->bodies[i];
+    const bool vel = ws->with_velocity;
+    const mbk_vec3 pB = pos[i].X_GB.p;
+    mbk_spatial_vec vrel = mbk_spatial_vec_zero(), arel = mbk_spatial_vec_zero();
+    for (int l = 0; l < 6; ++l) {
+        mbk_spatial_vec S = motion_at_origin(H[b->u0 + l], pB);
+        mt_ducol *uc = &ws->ucol[b->u0 + l];
+        uc->T = S;
+        uc->alpha = vel ? mbk_spatial_cross_motion(dp->v, S) : mbk_spatial_vec_zero();
+        vrel = mbk_spatial_vec_add(vrel, mbk_spatial_vec_scale(S, ub[l]));
+        if (udb) arel = mbk_spatial_vec_add(arel, mbk_spatial_vec_scale(S, udb[l]));
+    }
+    di->v = vel ? mbk_spatial_vec_add(dp->v, vrel) : mbk_spatial_vec_zero();
+    di->a = mbk_spatial_vec_add(dp->a, arel);
+    if (vel) di->a = mbk_spatial_vec_add(di->a, mbk_spatial_cross_motion(dp->v, vrel));
+    const mbk_transform X_GF = mbk_transform_compose(pos[b->parent].X_GB, b->X_PF);
+    const mbk_mat33 *R = &X_GF.R;
+    const int q0 = lay[2 * i];
+    const double *qb = q + q0;
+    const mbk_vec3 p = mbk_vec3_make(qb[4], qb[5], qb[6]), wFM = mbk_vec3_make(ub[0], ub[1], ub[2]),
+                   vFM = mbk_vec3_make(ub[3], ub[4], ub[5]);
+    const mbk_vec3 udw = udb ? mbk_vec3_make(udb[0], udb[1], udb[2]) : mbk_vec3_zero();
+    /* the velocity-product acceleration: -(w_FM x v_FM) in F */
+    if (vel)
+        di->a = mbk_spatial_vec_add(di->a, from_F(R, X_GF.p, mbk_spatial_vec_make(mbk_vec3_zero(),
+                                                                              mbk_vec3_neg(mbk_vec3_cross(wFM, vFM)))));
+    /* the quaternion's columns: T alone */
+    const double n = mbk_norm_from_squares(qb[0] * qb[0] + qb[1] * qb[1] + qb[2] * qb[2] + qb[3] * qb[3], qb[0], qb[1],
+                                           qb[2], qb[3]);
+    const mbk_quat qh = mbk_quat_normalize(mbk_quat_make(qb[0], qb[1], qb[2], qb[3])), qc = mbk_quat_conj(qh);
+    const double qv[4] = {qh.w, qh.x, qh.y, qh.z};
+    mbk_spatial_vec *dS = ws->dS + b->ds0;
+    for (int k = 0; k < 4; ++k) {
+        double e[4];
+        for (int r = 0; r < 4; ++r) e[r] = ((r == k) - qv[r] * qv[k]) / n;
+        const mbk_quat o = mbk_quat_mul(mbk_quat_make(e[0], e[1], e[2], e[3]), qc);
+        const mbk_vec3 om = mbk_vec3_make(2 * o.x, 2 * o.y, 2 * o.z);
+        mt_dcol *col = &ws->qcol[q0 + k];
+        col->T = from_F(R, X_GF.p, mbk_spatial_vec_make(om, mbk_vec3_neg(mbk_vec3_cross(om, p))));
+        col->w = col->alpha = mbk_spatial_vec_zero();
+        for (int l = 0; l < 6; ++l) dS[k * 6 + l] = mbk_spatial_vec_zero();
+    }
+    /* p_FM's columns: T = (0, R e), dS_l = (0, -R (e_l x e)) for l < 3, so dS u = (0, -R (w_FM x e)) */
+    for (int k = 4; k < 7; ++k) {
+        const mbk_vec3 ax = mbk_vec3_make(k == 4, k == 5, k == 6);
+        mt_dcol *col = &ws->qcol[q0 + k];
+        col->T = mbk_spatial_vec_make(mbk_vec3_zero(), mbk_mat33_mul_vec(*R, ax));
+        for (int l = 0; l < 6; ++l) {
+            const mbk_vec3 el = mbk_vec3_make(l == 0, l == 1, l == 2);
+            dS[k * 6 + l] = mbk_spatial_vec_make(
+                mbk_vec3_zero(), l < 3 ? mbk_mat33_mul_vec(*R, mbk_vec3_neg(mbk_vec3_cross(el, ax))) : mbk_vec3_zero());
+        }
+        const mbk_spatial_vec dv = mbk_spatial_vec_make(mbk_vec3_zero(),
+                                                        mbk_mat33_mul_vec(*R, mbk_vec3_neg(mbk_vec3_cross(wFM, ax))));
+        const mbk_spatial_vec dsud = mbk_spatial_vec_make(mbk_vec3_zero(),
+                                                          mbk_mat33_mul_vec(*R, mbk_vec3_neg(mbk_vec3_cross(udw, ax))));
+        col->w = vel ? dv : mbk_spatial_vec_zero();
+        col->alpha = vel ? mbk_spatial_vec_add(dsud, mbk_spatial_cross_motion(dp->v, dv)) : dsud;
+    }
+    /* finish the columns as general_body does; the u columns' dc/du: -(H_l.w x v_FM) -
+       w_FM x H_l.v in F */
+    for (int k = 0; k < 7; ++k) {
+        mt_dcol *qc_ = &ws->qcol[q0 + k];
+        if (vel) qc_->w = mbk_spatial_vec_sub(qc_->w, mbk_spatial_cross_motion(qc_->T, di->v));
+        qc_->alpha = mbk_spatial_vec_sub(mbk_spatial_vec_sub(qc_->alpha, mbk_spatial_cross_motion(qc_->T, di->a)),
+                                         mbk_spatial_cross_motion(qc_->w, di->v));
+    }
+    for (int l = 0; vel && l < 6; ++l) {
+        const mbk_vec3 e3 = mbk_vec3_make(l % 3 == 0, l % 3 == 1, l % 3 == 2);
+        const mbk_vec3 dc = l < 3 ? mbk_vec3_neg(mbk_vec3_cross(e3, vFM)) : mbk_vec3_neg(mbk_vec3_cross(wFM, e3));
+        mt_ducol *uc = &ws->ucol[b->u0 + l];
+        uc->alpha = mbk_spatial_vec_add(uc->alpha, mbk_spatial_vec_make(mbk_vec3_zero(), mbk_mat33_mul_vec(*R, dc)));
+        uc->alpha = mbk_spatial_vec_sub(uc->alpha, mbk_spatial_cross_motion(uc->T, di->v));
+    }
+}
+
 int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, mbk_vec3 g, bool with_velocity)
 {
     mt_dws ws = mt_dws_of(m, s);
@@ -543,12 +628,18 @@ int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, 
             body_forces(m, pos, i, with_velocity, v, a, di);
             continue;
         }
-        int rc = general_body(m, s, i, &ws, q, qn, lay, ub, udb, pos, H, euler, dp, di);
-        if (rc < 0) return rc;
+        if (!euler && mt_mobilizer_is_free(&b->mob)) {
+            free_body(m, i, &ws, q, lay, ub, udb, pos, H, dp, di);
+        } else {
+            int rc = general_body(m, s, i, &ws, q, qn, lay, ub, udb, pos, H, euler, dp, di);
+            if (rc < 0) return rc;
+        }
         body_forces(m, pos, i, with_velocity, sv4_load(&di->v), sv4_load(&di->a), di);
 #else
         if (b->pin) {
             pin_body(&ws, b->u0, lay[2 * i], &H[b->u0], &pos[i].X_GB.p, ub[0], udb ? udb[0] : 0.0, dp, di);
+        } else if (!euler && mt_mobilizer_is_free(&b->mob)) {
+            free_body(m, i, &ws, q, lay, ub, udb, pos, H, dp, di);
         } else {
             int rc = general_body(m, s, i, &ws, q, qn, lay, ub, udb, pos, H, euler, dp, di);
             if (rc < 0) return rc;

@@ -379,6 +379,8 @@ int mt_need_body(const mbk_matter *m, int body, const char *fn);
 
 /* Whether a mobilizer is the built-in Pin (rotation about F's z, q = angle). */
 bool mt_mobilizer_is_pin(const mbk_mobilizer *mob);
+/* Whether a mobilizer is the built-in Free one. */
+bool mt_mobilizer_is_free(const mbk_mobilizer *mob);
 /* Whether a mobilizer is a built-in whose first four q are a quaternion (Ball, Free)
    when Euler angles are off. */
 bool mt_mobilizer_has_quaternion(const mbk_mobilizer *mob);
