@@ -73,7 +73,7 @@ static size_t dws_layout(const mbk_matter *m, size_t off[10], int *vlen)
                              nu * sizeof(mt_drow), ((size_t)m->nds + 1) * sizeof(mbk_spatial_vec),
                              scratch > columns ? scratch : columns,
                              m->ltdl ? (2 * (size_t)m->nl + nu) * sizeof(double) : 0,
-                             m->ltdl ? (size_t)m->nu * (size_t)block_width(m) * sizeof(double) : 0};
+                             m->ltdl ? ((size_t)m->nu * (size_t)block_width(m) + 8) * sizeof(double) : 0};
     size_t o = 0;
     for (int i = 0; i < 9; ++i) {
         off[i] = o;
@@ -855,8 +855,8 @@ static void columns_v4(const mt_dws *ws, const mt_dbody *dj, int q0, int nq, int
 }
 #endif
 
-void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, double *dr_dq, int ldq, double *dr_du,
-                    int ldu)
+void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, double *dr_dq, int ldq, int wq,
+                    double *dr_du, int ldu, int wu)
 {
     mt_dws ws = mt_dws_of(m, s);
     const int *lay = qlayout(m, s);
@@ -922,11 +922,11 @@ void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, doubl
                 if (phi) coef_of(psis, psi, mbk_spatial_cross_force(S, di->Phi), -scale);
                 for (int a = bi->parent; a > 0;) { /* ancestors, a run at a time */
                     const int r0 = m->bodies[a].run0, c0 = lay[2 * r0], c1 = lay[2 * a] + lay[2 * a + 1];
-                    row_comb9(row, nq, qs, qgs, a9s, a9, c0, c1);
-                    if (phi) row_comb6(row, nq, qs + 8 * 15, qgs, psis, psi, c0, c1);
+                    row_comb9(row, wq, qs, qgs, a9s, a9, c0, c1);
+                    if (phi) row_comb6(row, wq, qs + 8 * 15, qgs, psis, psi, c0, c1);
                     a = m->bodies[r0].parent;
                 }
-                row_descendants(m, lay, i, true, row, nq, qs + 8 * 9, qgs, sgs, sg, true);
+                row_descendants(m, lay, i, true, row, wq, qs + 8 * 9, qgs, sgs, sg, true);
                 for (int k = 0; !bi->pin && k < lay[2 * i + 1]; ++k) /* its own dS against the net force */
                     row[lay[2 * i] + k] += scale * mbk_spatial_vec_dot(ws.dS[bi->ds0 + k * bi->nu + (r - bi->u0)], Fnet);
             }
@@ -934,10 +934,10 @@ void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, doubl
                 double *row = dr_du + (size_t)r * (size_t)ldu;
                 for (int a = i; a > 0;) { /* itself and the ancestors */
                     const int r0 = m->bodies[a].run0, c0 = m->bodies[r0].u0, c1 = m->bodies[a].u0 + m->bodies[a].nu;
-                    row_comb9(row, nu, us, ugs, a9s, a9, c0, c1);
+                    row_comb9(row, wu, us, ugs, a9s, a9, c0, c1);
                     a = m->bodies[r0].parent;
                 }
-                row_descendants(m, lay, i, false, row, nu, us + 8 * 9, ugs, sgs, sg, false);
+                row_descendants(m, lay, i, false, row, wu, us + 8 * 9, ugs, sgs, sg, false);
             }
         }
     }
@@ -1325,7 +1325,7 @@ double *mt_deriv_block(const mbk_matter *m, const mbk_state *s, int n, int *ld)
     double *Y;
     dws_factor(m, s, &Y);
     *ld = (n + 7) / 8 * 8;
-    memset(Y, 0, (size_t)m->nu * (size_t)*ld * sizeof *Y);
+    memset(Y, 0, ((size_t)m->nu * (size_t)*ld + 8) * sizeof *Y); /* and the eight after the last row */
     return Y;
 }
 
