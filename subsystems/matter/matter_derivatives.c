@@ -1236,8 +1236,8 @@ static void factor_block(const mbk_matter *m, const mt_node *nd, const mt_inerti
     mbk_spatial_vec U[MBK_MOBILIZER_MAX_U];
     double K[MBK_MOBILIZER_MAX_U][MBK_MOBILIZER_MAX_U], Lb[MBK_MOBILIZER_MAX_U][MBK_MOBILIZER_MAX_U] = {{0}};
     for (int j = 0; j < n; ++j) U[j] = mbk_spatial_shift_force(mt_inertia_mul(P, &H[u0 + j]), mbk_vec3_neg(p_B));
-    for (int j = 0; j < n; ++j)
-        for (int i = 0; i < n; ++i) K[j][i] = mbk_spatial_vec_dot(ws->ucol[u0 + j].T, U[i]);
+    for (int j = 0; j < n; ++j) /* the lower triangle, which is all the factoring reads */
+        for (int i = 0; i <= j; ++i) K[j][i] = mbk_spatial_vec_dot(ws->ucol[u0 + j].T, U[i]);
     /* K = Lb^T D Lb from the last u (the tip of the body's chain of u) */
     for (int j = n - 1; j >= 0; --j) {
         double d = K[j][j];

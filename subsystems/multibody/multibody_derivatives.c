@@ -46,7 +46,7 @@ static void find_numeric(md_ctx *c)
     in->multibody = true;
     in->first_numeric_body = in->first_numeric_force = in->first_numeric_force_subsystem = -1;
     for (int b = 1; b < c->m->nb; ++b)
-        if (!mt_mobilizer_derivatives_exact(&c->m->bodies[b].mob)) {
+        if (!c->m->bodies[b].pin && !mt_mobilizer_derivatives_exact(&c->m->bodies[b].mob)) {
             if (in->numeric_mobilizers++ == 0) in->first_numeric_body = b;
         }
     for (int k = 0; k < c->nsub; ++k) {
