@@ -410,20 +410,95 @@ static void body_forces(const mbk_matter *m, const mt_pos *pos, int i, bool vel,
                             __builtin_shuffle(n, lo) * __builtin_shuffle(hy, hi));
 }
 
-/* A row's Yc S and Bc^T S (Bc_tmul), with vectors. */
-static void row_terms(const mt_dbody *di, const mbk_spatial_vec *S_, bool vel, mt_drow *r)
+/* A body's subtree sums (mt_dbody's F, Yc, Bs and hc) as vectors. */
+typedef struct mt_sums4 {
+    mt_sv4 F, hc;   /* force and momentum */
+    mt_v4 h, Id, Io; /* Yc's first moment, its inertia's diagonal and off-diagonal (xy xz yz) */
+    mt_v4 Bd, Bo;   /* Bs's diagonal and off-diagonal */
+    double m;       /* Yc's mass */
+} mt_sums4;
+
+/* The sums as the body holds them. */
+static inline mt_sums4 sums4_load(const mt_dbody *d)
 {
-    const mt_comp4 Y = comp4_load(&di->Yc);
+    mt_sums4 r = {sv4_load(&d->F), sv4_load(&d->hc), v4_load(&d->Yc.h.x), v4_load(&d->Yc.I.xx),
+                  v4_load_after(&d->Yc.I.zz), v4_load(&d->Bs.xx), v4_load_after(&d->Bs.zz), d->Yc.m};
+    return r;
+}
+
+/* a += b, each sum as composite_add, sym3_add and the spatial adds do it. */
+static inline void sums4_add(mt_sums4 *a, const mt_sums4 *b, bool vel)
+{
+    a->F = sv4_add(a->F, b->F);
+    a->m += b->m;
+    a->h += b->h;
+    a->Id += b->Id;
+    a->Io += b->Io;
+    if (!vel) return;
+    a->Bd += b->Bd;
+    a->Bo += b->Bo;
+    a->hc = sv4_add(a->hc, b->hc);
+}
+
+/* Store the sums into the body (without velocities: Bs and hc as they are). */
+static inline void sums4_store(mt_dbody *d, const mt_sums4 *x, bool vel)
+{
+    sv4_store(&d->F, x->F);
+    d->Yc.m = x->m;
+    v4_put3(&d->Yc.h.x, x->h);
+    v4_put3(&d->Yc.I.xx, x->Id);
+    v4_put3(&d->Yc.I.xy, x->Io);
+    if (!vel) return;
+    v4_put3(&d->Bs.xx, x->Bd);
+    v4_put3(&d->Bs.xy, x->Bo);
+    sv4_store(&d->hc, x->hc);
+}
+
+/* A row's Yc S and Bc^T S (Bc_tmul), with vectors, from the sums in registers. */
+static void row_terms4(const mt_sums4 *x, const mbk_spatial_vec *S_, bool vel, mt_drow *r)
+{
+    mt_comp4 Y;
+    Y.I[0] = __builtin_shuffle(x->Id, x->Io, (mt_v4i){0, 4, 5, 5});
+    Y.I[1] = __builtin_shuffle(x->Id, x->Io, (mt_v4i){4, 1, 6, 6});
+    Y.I[2] = __builtin_shuffle(x->Id, x->Io, (mt_v4i){5, 6, 2, 2});
+    Y.h = x->h;
+    Y.m = x->m;
     const mt_sv4 S = sv4_load(S_);
     sv4_store(&r->YcS, comp4_mul(&Y, S));
     if (!vel) {
         r->BtS = mbk_vec3_zero();
         return;
     }
-    mt_v4 B[3];
-    sym3_cols(&di->Bs, B);
-    const mt_sv4 hc = sv4_load(&di->hc);
-    v4_put3(&r->BtS.x, (sym3_cols_mul(B, S.w) + v4_cross(hc.w, S.w)) + v4_cross(hc.v, S.v) * 2.0);
+    const mt_v4 B[3] = {__builtin_shuffle(x->Bd, x->Bo, (mt_v4i){0, 4, 5, 5}),
+                        __builtin_shuffle(x->Bd, x->Bo, (mt_v4i){4, 1, 6, 6}),
+                        __builtin_shuffle(x->Bd, x->Bo, (mt_v4i){5, 6, 2, 2})};
+    v4_put3(&r->BtS.x, (sym3_cols_mul(B, S.w) + v4_cross(x->hc.w, S.w)) + v4_cross(x->hc.v, S.v) * 2.0);
+}
+
+/* Tip to base, as the scalar loop in mt_deriv_setup does it (the same sums in the same
+   order), the sums of a run carried in registers from a body to its parent (the body
+   before it): a body's own and its other children's sums are in memory (those children
+   add theirs there), the next body's are added last. */
+static void tip_to_base4(const mbk_matter *m, mt_dws *ws, bool vel)
+{
+    mt_dbody *db = ws->body;
+    mt_sums4 carry;
+    bool carried = false;
+    for (int i = m->nb - 1; i >= 1; --i) {
+        const mt_body *b = &m->bodies[i];
+        mt_sums4 x = sums4_load(&db[i]);
+        if (carried) sums4_add(&x, &carry, vel);
+        if (carried) sums4_store(&db[i], &x, vel); /* the sweep reads them */
+        for (int l = 0; l < b->nu; ++l) row_terms4(&x, &ws->ucol[b->u0 + l].T, vel, &ws->row[b->u0 + l]);
+        carried = b->parent > 0 && b->parent == i - 1;
+        if (carried) {
+            carry = x;
+        } else if (b->parent > 0) { /* into the parent's memory */
+            mt_sums4 y = sums4_load(&db[b->parent]);
+            sums4_add(&y, &x, vel);
+            sums4_store(&db[b->parent], &y, vel);
+        }
+    }
 }
 #else
 /* A Pin's velocity, acceleration and columns: T = S, dS = 0, c = 0, and with S x S = 0
@@ -649,6 +724,9 @@ int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, 
     }
     /* tip to base: a body's sums are complete when it is reached (its children come
        after it), so its rows' Yc S and Bc^T S, then the sums into its parent's */
+#ifdef MT_V4
+    tip_to_base4(m, &ws, with_velocity);
+#else
     for (int i = m->nb - 1; i >= 1; --i) {
         const mt_body *b = &m->bodies[i];
         const mt_dbody *di = &db[i];
@@ -666,6 +744,7 @@ int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, 
             dp->hc = mbk_spatial_vec_add(dp->hc, di->hc);
         }
     }
+#endif
     mt_dhdr *hdr = dws_header(m, s);
     hdr->with_velocity = with_velocity;
     hdr->numeric = ws.numeric;
