@@ -33,6 +33,15 @@
 #include "matter_impl.h"
 #include "mt_v4.h"
 
+/* The hot functions start on a 64-byte boundary: their loops then sit the same way in
+   every build, whatever code comes before them (a different placement was seen to double
+   the time of factor_block's short loops). */
+#if defined(__GNUC__)
+#define MT_HOT __attribute__((aligned(64)))
+#else
+#define MT_HOT
+#endif
+
 /* ---- work space ----------------------------------------------------------- */
 
 /* What a setup leaves for the sweeps. */
@@ -73,7 +82,7 @@ static size_t dws_layout(const mbk_matter *m, size_t off[10], int *vlen)
                              nu * sizeof(mt_drow), ((size_t)m->nds + 1) * sizeof(mbk_spatial_vec),
                              scratch > columns ? scratch : columns,
                              m->ltdl ? (2 * (size_t)m->nl + nu) * sizeof(double) : 0,
-                             m->ltdl ? (size_t)m->nu * (size_t)block_width(m) * sizeof(double) : 0};
+                             m->ltdl ? ((size_t)m->nu * (size_t)block_width(m) + 8) * sizeof(double) : 0};
     size_t o = 0;
     for (int i = 0; i < 9; ++i) {
         off[i] = o;
@@ -372,7 +381,7 @@ static inline void v4_put3(double *d, mt_v4 a) { d[0] = a[0], d[1] = a[1], d[2] 
 
 /* Body i's inertia about Ground's origin (mt_composite_add_shifted into zero), its force
    Y a + v x* Y v, momentum and the symmetric part of its B (add_Bs), with vectors. */
-static void body_forces(const mbk_matter *m, const mt_pos *pos, int i, bool vel, mt_sv4 v, mt_sv4 a, mt_dbody *di)
+MT_HOT static void body_forces(const mbk_matter *m, const mt_pos *pos, int i, bool vel, mt_sv4 v, mt_sv4 a, mt_dbody *di)
 {
     const mt_pos *ps = &pos[i];
     const double mass = mt_mass_of(m, pos, i); /* the State's own, when it has its own */
@@ -410,20 +419,95 @@ static void body_forces(const mbk_matter *m, const mt_pos *pos, int i, bool vel,
                             __builtin_shuffle(n, lo) * __builtin_shuffle(hy, hi));
 }
 
-/* A row's Yc S and Bc^T S (Bc_tmul), with vectors. */
-static void row_terms(const mt_dbody *di, const mbk_spatial_vec *S_, bool vel, mt_drow *r)
+/* A body's subtree sums (mt_dbody's F, Yc, Bs and hc) as vectors. */
+typedef struct mt_sums4 {
+    mt_sv4 F, hc;   /* force and momentum */
+    mt_v4 h, Id, Io; /* Yc's first moment, its inertia's diagonal and off-diagonal (xy xz yz) */
+    mt_v4 Bd, Bo;   /* Bs's diagonal and off-diagonal */
+    double m;       /* Yc's mass */
+} mt_sums4;
+
+/* The sums as the body holds them. */
+static inline mt_sums4 sums4_load(const mt_dbody *d)
 {
-    const mt_comp4 Y = comp4_load(&di->Yc);
+    mt_sums4 r = {sv4_load(&d->F), sv4_load(&d->hc), v4_load(&d->Yc.h.x), v4_load(&d->Yc.I.xx),
+                  v4_load_after(&d->Yc.I.zz), v4_load(&d->Bs.xx), v4_load_after(&d->Bs.zz), d->Yc.m};
+    return r;
+}
+
+/* a += b, each sum as composite_add, sym3_add and the spatial adds do it. */
+static inline void sums4_add(mt_sums4 *a, const mt_sums4 *b, bool vel)
+{
+    a->F = sv4_add(a->F, b->F);
+    a->m += b->m;
+    a->h += b->h;
+    a->Id += b->Id;
+    a->Io += b->Io;
+    if (!vel) return;
+    a->Bd += b->Bd;
+    a->Bo += b->Bo;
+    a->hc = sv4_add(a->hc, b->hc);
+}
+
+/* Store the sums into the body (without velocities: Bs and hc as they are). */
+static inline void sums4_store(mt_dbody *d, const mt_sums4 *x, bool vel)
+{
+    sv4_store(&d->F, x->F);
+    d->Yc.m = x->m;
+    v4_put3(&d->Yc.h.x, x->h);
+    v4_put3(&d->Yc.I.xx, x->Id);
+    v4_put3(&d->Yc.I.xy, x->Io);
+    if (!vel) return;
+    v4_put3(&d->Bs.xx, x->Bd);
+    v4_put3(&d->Bs.xy, x->Bo);
+    sv4_store(&d->hc, x->hc);
+}
+
+/* A row's Yc S and Bc^T S (Bc_tmul), with vectors, from the sums in registers. */
+static void row_terms4(const mt_sums4 *x, const mbk_spatial_vec *S_, bool vel, mt_drow *r)
+{
+    mt_comp4 Y;
+    Y.I[0] = __builtin_shuffle(x->Id, x->Io, (mt_v4i){0, 4, 5, 5});
+    Y.I[1] = __builtin_shuffle(x->Id, x->Io, (mt_v4i){4, 1, 6, 6});
+    Y.I[2] = __builtin_shuffle(x->Id, x->Io, (mt_v4i){5, 6, 2, 2});
+    Y.h = x->h;
+    Y.m = x->m;
     const mt_sv4 S = sv4_load(S_);
     sv4_store(&r->YcS, comp4_mul(&Y, S));
     if (!vel) {
         r->BtS = mbk_vec3_zero();
         return;
     }
-    mt_v4 B[3];
-    sym3_cols(&di->Bs, B);
-    const mt_sv4 hc = sv4_load(&di->hc);
-    v4_put3(&r->BtS.x, (sym3_cols_mul(B, S.w) + v4_cross(hc.w, S.w)) + v4_cross(hc.v, S.v) * 2.0);
+    const mt_v4 B[3] = {__builtin_shuffle(x->Bd, x->Bo, (mt_v4i){0, 4, 5, 5}),
+                        __builtin_shuffle(x->Bd, x->Bo, (mt_v4i){4, 1, 6, 6}),
+                        __builtin_shuffle(x->Bd, x->Bo, (mt_v4i){5, 6, 2, 2})};
+    v4_put3(&r->BtS.x, (sym3_cols_mul(B, S.w) + v4_cross(x->hc.w, S.w)) + v4_cross(x->hc.v, S.v) * 2.0);
+}
+
+/* Tip to base, as the scalar loop in mt_deriv_setup does it (the same sums in the same
+   order), the sums of a run carried in registers from a body to its parent (the body
+   before it): a body's own and its other children's sums are in memory (those children
+   add theirs there), the next body's are added last. */
+MT_HOT static void tip_to_base4(const mbk_matter *m, mt_dws *ws, bool vel)
+{
+    mt_dbody *db = ws->body;
+    mt_sums4 carry;
+    bool carried = false;
+    for (int i = m->nb - 1; i >= 1; --i) {
+        const mt_body *b = &m->bodies[i];
+        mt_sums4 x = sums4_load(&db[i]);
+        if (carried) sums4_add(&x, &carry, vel);
+        if (carried) sums4_store(&db[i], &x, vel); /* the sweep reads them */
+        for (int l = 0; l < b->nu; ++l) row_terms4(&x, &ws->ucol[b->u0 + l].T, vel, &ws->row[b->u0 + l]);
+        carried = b->parent > 0 && b->parent == i - 1;
+        if (carried) {
+            carry = x;
+        } else if (b->parent > 0) { /* into the parent's memory */
+            mt_sums4 y = sums4_load(&db[b->parent]);
+            sums4_add(&y, &x, vel);
+            sums4_store(&db[b->parent], &y, vel);
+        }
+    }
 }
 #else
 /* A Pin's velocity, acceleration and columns: T = S, dS = 0, c = 0, and with S x S = 0
@@ -450,7 +534,7 @@ static void pin_body(const mt_dws *ws, int u0, int q0, const mbk_spatial_vec *H,
 
 /* Body i's inertia about Ground's origin, its force Y a + v x* Y v, momentum and the
    symmetric part of its B. */
-static void body_forces(const mbk_matter *m, const mt_pos *pos, int i, bool vel, mt_dbody *di)
+MT_HOT static void body_forces(const mbk_matter *m, const mt_pos *pos, int i, bool vel, mt_dbody *di)
 {
     const double mass = mt_mass_of(m, pos, i); /* the State's own, when it has its own */
     mt_composite Bi = {mass, mbk_vec3_scale(pos[i].c_G, mass), pos[i].I_G};
@@ -517,7 +601,92 @@ static int general_body(const mbk_matter *m, const mbk_state *s, int i, mt_dws *
     return MBK_OK;
 }
 
-int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, mbk_vec3 g, bool with_velocity)
+/* A Free joint with a quaternion, as general_body and joint_columns do it, from what the
+   mobilizer's form makes known: H is constant in F (angular columns, then linear), HDot is
+   zero, and the derivatives need no call of its ops. A quaternion coordinate k turns the
+   subtree about omega_k = 2 vec((dq_k) qhat^*), dq_k = (e_k - qhat qhat_k) / |q|, with
+   dS = 0; a coordinate of p_FM moves it along e, with dS_l = -(e_l x e) for the angular
+   columns l (in F). */
+MT_HOT static void free_body(const mbk_matter *m, int i, mt_dws *ws, const double *q, const int *lay, const double *ub,
+                      const double *udb, const mt_pos *pos, const mbk_spatial_vec *H, const mt_dbody *dp, mt_dbody *di)
+{
+    const mt_body *b = &m->bodies[i];
+    const bool vel = ws->with_velocity;
+    const mbk_vec3 pB = pos[i].X_GB.p;
+    mbk_spatial_vec vrel = mbk_spatial_vec_zero(), arel = mbk_spatial_vec_zero();
+    for (int l = 0; l < 6; ++l) {
+        mbk_spatial_vec S = motion_at_origin(H[b->u0 + l], pB);
+        mt_ducol *uc = &ws->ucol[b->u0 + l];
+        uc->T = S;
+        uc->alpha = vel ? mbk_spatial_cross_motion(dp->v, S) : mbk_spatial_vec_zero();
+        vrel = mbk_spatial_vec_add(vrel, mbk_spatial_vec_scale(S, ub[l]));
+        if (udb) arel = mbk_spatial_vec_add(arel, mbk_spatial_vec_scale(S, udb[l]));
+    }
+    di->v = vel ? mbk_spatial_vec_add(dp->v, vrel) : mbk_spatial_vec_zero();
+    di->a = mbk_spatial_vec_add(dp->a, arel);
+    if (vel) di->a = mbk_spatial_vec_add(di->a, mbk_spatial_cross_motion(dp->v, vrel));
+    const mbk_transform X_GF = mbk_transform_compose(pos[b->parent].X_GB, b->X_PF);
+    const mbk_mat33 *R = &X_GF.R;
+    const int q0 = lay[2 * i];
+    const double *qb = q + q0;
+    const mbk_vec3 p = mbk_vec3_make(qb[4], qb[5], qb[6]), wFM = mbk_vec3_make(ub[0], ub[1], ub[2]),
+                   vFM = mbk_vec3_make(ub[3], ub[4], ub[5]);
+    const mbk_vec3 udw = udb ? mbk_vec3_make(udb[0], udb[1], udb[2]) : mbk_vec3_zero();
+    /* the velocity-product acceleration: -(w_FM x v_FM) in F */
+    if (vel)
+        di->a = mbk_spatial_vec_add(di->a, from_F(R, X_GF.p, mbk_spatial_vec_make(mbk_vec3_zero(),
+                                                                              mbk_vec3_neg(mbk_vec3_cross(wFM, vFM)))));
+    /* the quaternion's columns: T alone */
+    const double n = mbk_norm_from_squares(qb[0] * qb[0] + qb[1] * qb[1] + qb[2] * qb[2] + qb[3] * qb[3], qb[0], qb[1],
+                                           qb[2], qb[3]);
+    const mbk_quat qh = mbk_quat_normalize(mbk_quat_make(qb[0], qb[1], qb[2], qb[3])), qc = mbk_quat_conj(qh);
+    const double qv[4] = {qh.w, qh.x, qh.y, qh.z};
+    mbk_spatial_vec *dS = ws->dS + b->ds0;
+    for (int k = 0; k < 4; ++k) {
+        double e[4];
+        for (int r = 0; r < 4; ++r) e[r] = ((r == k) - qv[r] * qv[k]) / n;
+        const mbk_quat o = mbk_quat_mul(mbk_quat_make(e[0], e[1], e[2], e[3]), qc);
+        const mbk_vec3 om = mbk_vec3_make(2 * o.x, 2 * o.y, 2 * o.z);
+        mt_dcol *col = &ws->qcol[q0 + k];
+        col->T = from_F(R, X_GF.p, mbk_spatial_vec_make(om, mbk_vec3_neg(mbk_vec3_cross(om, p))));
+        col->w = col->alpha = mbk_spatial_vec_zero();
+        for (int l = 0; l < 6; ++l) dS[k * 6 + l] = mbk_spatial_vec_zero();
+    }
+    /* p_FM's columns: T = (0, R e), dS_l = (0, -R (e_l x e)) for l < 3, so dS u = (0, -R (w_FM x e)) */
+    for (int k = 4; k < 7; ++k) {
+        const mbk_vec3 ax = mbk_vec3_make(k == 4, k == 5, k == 6);
+        mt_dcol *col = &ws->qcol[q0 + k];
+        col->T = mbk_spatial_vec_make(mbk_vec3_zero(), mbk_mat33_mul_vec(*R, ax));
+        for (int l = 0; l < 6; ++l) {
+            const mbk_vec3 el = mbk_vec3_make(l == 0, l == 1, l == 2);
+            dS[k * 6 + l] = mbk_spatial_vec_make(
+                mbk_vec3_zero(), l < 3 ? mbk_mat33_mul_vec(*R, mbk_vec3_neg(mbk_vec3_cross(el, ax))) : mbk_vec3_zero());
+        }
+        const mbk_spatial_vec dv = mbk_spatial_vec_make(mbk_vec3_zero(),
+                                                        mbk_mat33_mul_vec(*R, mbk_vec3_neg(mbk_vec3_cross(wFM, ax))));
+        const mbk_spatial_vec dsud = mbk_spatial_vec_make(mbk_vec3_zero(),
+                                                          mbk_mat33_mul_vec(*R, mbk_vec3_neg(mbk_vec3_cross(udw, ax))));
+        col->w = vel ? dv : mbk_spatial_vec_zero();
+        col->alpha = vel ? mbk_spatial_vec_add(dsud, mbk_spatial_cross_motion(dp->v, dv)) : dsud;
+    }
+    /* finish the columns as general_body does; the u columns' dc/du: -(H_l.w x v_FM) -
+       w_FM x H_l.v in F */
+    for (int k = 0; k < 7; ++k) {
+        mt_dcol *qc_ = &ws->qcol[q0 + k];
+        if (vel) qc_->w = mbk_spatial_vec_sub(qc_->w, mbk_spatial_cross_motion(qc_->T, di->v));
+        qc_->alpha = mbk_spatial_vec_sub(mbk_spatial_vec_sub(qc_->alpha, mbk_spatial_cross_motion(qc_->T, di->a)),
+                                         mbk_spatial_cross_motion(qc_->w, di->v));
+    }
+    for (int l = 0; vel && l < 6; ++l) {
+        const mbk_vec3 e3 = mbk_vec3_make(l % 3 == 0, l % 3 == 1, l % 3 == 2);
+        const mbk_vec3 dc = l < 3 ? mbk_vec3_neg(mbk_vec3_cross(e3, vFM)) : mbk_vec3_neg(mbk_vec3_cross(wFM, e3));
+        mt_ducol *uc = &ws->ucol[b->u0 + l];
+        uc->alpha = mbk_spatial_vec_add(uc->alpha, mbk_spatial_vec_make(mbk_vec3_zero(), mbk_mat33_mul_vec(*R, dc)));
+        uc->alpha = mbk_spatial_vec_sub(uc->alpha, mbk_spatial_cross_motion(uc->T, di->v));
+    }
+}
+
+MT_HOT int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, mbk_vec3 g, bool with_velocity)
 {
     mt_dws ws = mt_dws_of(m, s);
     ws.with_velocity = with_velocity;
@@ -543,12 +712,18 @@ int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, 
             body_forces(m, pos, i, with_velocity, v, a, di);
             continue;
         }
-        int rc = general_body(m, s, i, &ws, q, qn, lay, ub, udb, pos, H, euler, dp, di);
-        if (rc < 0) return rc;
+        if (!euler && mt_mobilizer_is_free(&b->mob)) {
+            free_body(m, i, &ws, q, lay, ub, udb, pos, H, dp, di);
+        } else {
+            int rc = general_body(m, s, i, &ws, q, qn, lay, ub, udb, pos, H, euler, dp, di);
+            if (rc < 0) return rc;
+        }
         body_forces(m, pos, i, with_velocity, sv4_load(&di->v), sv4_load(&di->a), di);
 #else
         if (b->pin) {
             pin_body(&ws, b->u0, lay[2 * i], &H[b->u0], &pos[i].X_GB.p, ub[0], udb ? udb[0] : 0.0, dp, di);
+        } else if (!euler && mt_mobilizer_is_free(&b->mob)) {
+            free_body(m, i, &ws, q, lay, ub, udb, pos, H, dp, di);
         } else {
             int rc = general_body(m, s, i, &ws, q, qn, lay, ub, udb, pos, H, euler, dp, di);
             if (rc < 0) return rc;
@@ -558,6 +733,9 @@ int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, 
     }
     /* tip to base: a body's sums are complete when it is reached (its children come
        after it), so its rows' Yc S and Bc^T S, then the sums into its parent's */
+#ifdef MT_V4
+    tip_to_base4(m, &ws, with_velocity);
+#else
     for (int i = m->nb - 1; i >= 1; --i) {
         const mt_body *b = &m->bodies[i];
         const mt_dbody *di = &db[i];
@@ -575,6 +753,7 @@ int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, 
             dp->hc = mbk_spatial_vec_add(dp->hc, di->hc);
         }
     }
+#endif
     mt_dhdr *hdr = dws_header(m, s);
     hdr->with_velocity = with_velocity;
     hdr->numeric = ws.numeric;
@@ -718,8 +897,54 @@ static void pad_columns(double *X, int nc, int n)
     if (n % 8) memset(col_at(X, nc, n / 8 * 8, 0), 0, (size_t)(8 * nc) * sizeof *X);
 }
 
-void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, double *dr_dq, int ldq, double *dr_du,
-                    int ldu)
+#ifdef MT_V4
+/* A spatial vector into components 0 .. 5 at p (eight lanes apart). */
+static inline void put_soa4(double *p, mt_sv4 v)
+{
+    p[0] = v.w[0]; p[8] = v.w[1]; p[16] = v.w[2]; p[24] = v.v[0]; p[32] = v.v[1]; p[40] = v.v[2];
+}
+
+/* Bc w (Bc_mul) with vectors, Bc's symmetric part by columns. */
+static inline mt_sv4 bc4_mul(const mt_v4 B[3], mt_sv4 hc, mt_v4 w)
+{
+    mt_sv4 r = {sym3_cols_mul(B, w) + v4_cross(w, hc.w), v4_cross(w, hc.v) * 2.0};
+    return r;
+}
+
+/* Body j's nq columns of q from q0 and nu of u from u0 into the sweep's arrays, as the
+   scalar loops in mt_deriv_sweep do (the same products and sums, with vectors). */
+MT_HOT static void columns_v4(const mt_dws *ws, const mt_dbody *dj, int q0, int nq, int u0, int nu, bool vel, bool phi)
+{
+    const mt_comp4 Y = comp4_load(&dj->Yc);
+    const mt_sv4 F = sv4_load(&dj->F), hc = sv4_load(&dj->hc);
+    mt_v4 B[3];
+    sym3_cols(&dj->Bs, B);
+    for (int k = 0; k < nq; ++k) {
+        const int col = q0 + k;
+        const mt_dcol *c = &ws->qcol[col];
+        const mt_sv4 T = sv4_load(&c->T), al = sv4_load(&c->alpha), w = sv4_load(&c->w);
+        mt_sv4 g = sv4_add(sv4_cross_force(T, F), comp4_mul(&Y, al));
+        if (vel) g = sv4_add(g, bc4_mul(B, hc, w.w));
+        double *p = col_at(ws->qs, MT_QS, col, 0);
+        put_soa4(p, al);
+        p[48] = w.w[0]; p[56] = w.w[1]; p[64] = w.w[2];
+        put_soa4(p + 72, g);
+        if (phi) put_soa4(p + 120, T);
+    }
+    for (int l = 0; l < nu; ++l) {
+        const int col = u0 + l;
+        const mt_ducol *c = &ws->ucol[col];
+        const mt_sv4 S = sv4_load(&c->T), al = sv4_load(&c->alpha);
+        double *p = col_at(ws->us, MT_US, col, 0);
+        put_soa4(p, al);
+        p[48] = S.w[0]; p[56] = S.w[1]; p[64] = S.w[2];
+        put_soa4(p + 72, sv4_add(comp4_mul(&Y, al), bc4_mul(B, hc, S.w)));
+    }
+}
+#endif
+
+MT_HOT void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, double *dr_dq, int ldq, int wq,
+                    double *dr_du, int ldu, int wu)
 {
     mt_dws ws = mt_dws_of(m, s);
     const int *lay = qlayout(m, s);
@@ -739,6 +964,10 @@ void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, doubl
     for (int j = 1; j < m->nb; ++j) {
         const mt_body *bj = &m->bodies[j];
         const mt_dbody *dj = &db[j];
+#ifdef MT_V4
+        columns_v4(&ws, dj, lay[2 * j], dr_dq ? lay[2 * j + 1] : 0, bj->u0, dr_du && vel ? bj->nu : 0, vel, phi);
+        continue;
+#endif
         for (int k = 0; dr_dq && k < lay[2 * j + 1]; ++k) {
             const int col = lay[2 * j] + k;
             const mt_dcol *c = &ws.qcol[col];
@@ -781,11 +1010,11 @@ void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, doubl
                 if (phi) coef_of(psis, psi, mbk_spatial_cross_force(S, di->Phi), -scale);
                 for (int a = bi->parent; a > 0;) { /* ancestors, a run at a time */
                     const int r0 = m->bodies[a].run0, c0 = lay[2 * r0], c1 = lay[2 * a] + lay[2 * a + 1];
-                    row_comb9(row, nq, qs, qgs, a9s, a9, c0, c1);
-                    if (phi) row_comb6(row, nq, qs + 8 * 15, qgs, psis, psi, c0, c1);
+                    row_comb9(row, wq, qs, qgs, a9s, a9, c0, c1);
+                    if (phi) row_comb6(row, wq, qs + 8 * 15, qgs, psis, psi, c0, c1);
                     a = m->bodies[r0].parent;
                 }
-                row_descendants(m, lay, i, true, row, nq, qs + 8 * 9, qgs, sgs, sg, true);
+                row_descendants(m, lay, i, true, row, wq, qs + 8 * 9, qgs, sgs, sg, true);
                 for (int k = 0; !bi->pin && k < lay[2 * i + 1]; ++k) /* its own dS against the net force */
                     row[lay[2 * i] + k] += scale * mbk_spatial_vec_dot(ws.dS[bi->ds0 + k * bi->nu + (r - bi->u0)], Fnet);
             }
@@ -793,10 +1022,10 @@ void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, doubl
                 double *row = dr_du + (size_t)r * (size_t)ldu;
                 for (int a = i; a > 0;) { /* itself and the ancestors */
                     const int r0 = m->bodies[a].run0, c0 = m->bodies[r0].u0, c1 = m->bodies[a].u0 + m->bodies[a].nu;
-                    row_comb9(row, nu, us, ugs, a9s, a9, c0, c1);
+                    row_comb9(row, wu, us, ugs, a9s, a9, c0, c1);
                     a = m->bodies[r0].parent;
                 }
-                row_descendants(m, lay, i, false, row, nu, us + 8 * 9, ugs, sgs, sg, false);
+                row_descendants(m, lay, i, false, row, wu, us + 8 * 9, ugs, sgs, sg, false);
             }
         }
     }
@@ -966,7 +1195,7 @@ int mbk_matter_calc_qdot_derivatives(const mbk_matter *m, const mbk_state *s, do
 #endif
 
 #define DEFINE_BLOCK_SOLVE(NV)                                                                      \
-    static void block_solve_##NV(const mbk_matter *m, double *Y, size_t ld, const double *LD,       \
+    MT_HOT static void block_solve_##NV(const mbk_matter *m, double *Y, size_t ld, const double *LD,\
                                  const double *Dsc, const double *L)                                \
     {                                                                                               \
         for (int i = m->nu - 1; i >= 0; --i)                                                        \
@@ -1022,6 +1251,27 @@ static inline void copy_row(double *restrict dst, const double *restrict src, in
     }
 }
 
+/* copy_row, and each value times zero added into *acc (NaN in a lane exactly when a value
+   copied there is infinite or NaN: the check of the results rides on the copy's loads). */
+static inline void copy_row_acc(double *restrict dst, const double *restrict src, int n, dvec8 *acc)
+{
+    int k = 0;
+#if MT_VEC8
+    for (; k + 8 <= n; k += 8) {
+        dvec8 t;
+        memcpy(&t, src + k, sizeof t);
+        memcpy(dst + k, &t, sizeof t);
+        *acc += t * 0.0;
+    }
+#endif
+    double r = 0.0;
+    for (; k < n; ++k) {
+        dst[k] = src[k];
+        r += src[k] * 0.0;
+    }
+    *acc += r;
+}
+
 /* w1 columns of X1 from a1 and w2 of X2 from a2, side by side, into the work space Y
    (rows W apart, W a multiple of 8 and less than w1 + w2 + 8; the rest of each row
    zero), or (back) from it. */
@@ -1067,15 +1317,15 @@ static void solve_in_place(const mbk_matter *m, double *X, size_t ld, int n, int
 static int row_len(const mbk_matter *m, int k) { return (k + 1 < m->nu ? m->loff[k + 1] : m->nl) - m->loff[k]; }
 
 /* A body of several u: its rows of L and its D. */
-static void factor_block(const mbk_matter *m, const mt_node *nd, const mt_inertia *P, const mbk_spatial_vec *H,
+MT_HOT static void factor_block(const mbk_matter *m, const mt_node *nd, const mt_inertia *P, const mbk_spatial_vec *H,
                          mbk_vec3 p_B, const mt_dws *ws, double *D, double *L)
 {
     const int n = nd->nu, u0 = nd->u0, *off = m->loff, *anc = m->lanc;
     mbk_spatial_vec U[MBK_MOBILIZER_MAX_U];
     double K[MBK_MOBILIZER_MAX_U][MBK_MOBILIZER_MAX_U], Lb[MBK_MOBILIZER_MAX_U][MBK_MOBILIZER_MAX_U] = {{0}};
     for (int j = 0; j < n; ++j) U[j] = mbk_spatial_shift_force(mt_inertia_mul(P, &H[u0 + j]), mbk_vec3_neg(p_B));
-    for (int j = 0; j < n; ++j)
-        for (int i = 0; i < n; ++i) K[j][i] = mbk_spatial_vec_dot(ws->ucol[u0 + j].T, U[i]);
+    for (int j = 0; j < n; ++j) /* the lower triangle, which is all the factoring reads */
+        for (int i = 0; i <= j; ++i) K[j][i] = mbk_spatial_vec_dot(ws->ucol[u0 + j].T, U[i]);
     /* K = Lb^T D Lb from the last u (the tip of the body's chain of u) */
     for (int j = n - 1; j >= 0; --j) {
         double d = K[j][j];
@@ -1111,7 +1361,7 @@ static void factor_columns(const mbk_matter *m, int u0, int n, const double *D, 
     }
 }
 
-static int factor_mass(const mbk_matter *m, const mbk_state *s, const mt_dws *ws, double inv_scale, double *D,
+MT_HOT static int factor_mass(const mbk_matter *m, const mbk_state *s, const mt_dws *ws, double inv_scale, double *D,
                        double *L, double *LD)
 {
     int rc = mt_realize_abi(m, s); /* already there after Acceleration */
@@ -1144,7 +1394,7 @@ static int factor_mass(const mbk_matter *m, const mbk_state *s, const mt_dws *ws
 /* The sparse factor for the solve: L by rows, LD (L by columns, times D_k / scale: back
    substitution pulls the rows below each u already scaled by scale / D, y_k = z_k D_k /
    scale) and Dsc = scale / D, in the work space; *Y: the solve's block. */
-static int factor_for_solve(const mbk_matter *m, const mbk_state *s, const mt_dws *ws, double scale, double **L,
+MT_HOT static int factor_for_solve(const mbk_matter *m, const mbk_state *s, const mt_dws *ws, double scale, double **L,
                             double **LD, double **Dsc, double **Y)
 {
     double *D = dws_factor(m, s, Y);
@@ -1163,11 +1413,11 @@ double *mt_deriv_block(const mbk_matter *m, const mbk_state *s, int n, int *ld)
     double *Y;
     dws_factor(m, s, &Y);
     *ld = (n + 7) / 8 * 8;
-    memset(Y, 0, (size_t)m->nu * (size_t)*ld * sizeof *Y);
+    memset(Y, 0, ((size_t)m->nu * (size_t)*ld + 8) * sizeof *Y); /* and the eight after the last row */
     return Y;
 }
 
-int mt_deriv_solve_block(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1,
+MT_HOT int mt_deriv_solve_block(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1,
                          double *X2, int ld2, int n2)
 {
     mt_dws ws = mt_dws_of(m, s);
@@ -1176,12 +1426,16 @@ int mt_deriv_solve_block(const mbk_matter *m, const mbk_state *s, double scale, 
     if (rc < 0) return rc;
     const int W = (n1 + n2 + 7) / 8 * 8;
     BLOCK_SOLVE[W / 8](m, Y, (size_t)W, LD, Dsc, L);
+    dvec8 acc[2] = {splat(0.0), splat(0.0)};
     for (int i = 0; i < m->nu; ++i) {
         const double *y = Y + (size_t)i * (size_t)W;
-        copy_row(X1 + (size_t)i * (size_t)ld1, y, n1);
-        copy_row(X2 + (size_t)i * (size_t)ld2, y + n1, n2);
+        copy_row_acc(X1 + (size_t)i * (size_t)ld1, y, n1, &acc[0]);
+        copy_row_acc(X2 + (size_t)i * (size_t)ld2, y + n1, n2, &acc[1]);
     }
-    return MBK_OK;
+    /* x * 0 is NaN exactly for an infinite or NaN x, and a NaN stays in the sums */
+    double sum = 0.0;
+    for (size_t l = 0; l < sizeof(dvec8) / sizeof(double); ++l) sum += ((const double *)&acc[0])[l] + ((const double *)&acc[1])[l];
+    return sum == sum ? MBK_OK : 1;
 }
 
 int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1, double *X2,

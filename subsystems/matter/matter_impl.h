@@ -243,9 +243,12 @@ mt_dws mt_dws_of(const mbk_matter *m, const mbk_state *s);
 int mt_deriv_setup(const mbk_matter *m, const mbk_state *s, const double *udot, mbk_vec3 g, bool with_velocity);
 /* After setup: ADD scale * the derivatives of M udot + C - J^T (F_gravity + Phi)
    (Phi: the forces given to mt_deriv_add_phi, held fixed in Ground) to dr_dq
-   (nu x nq, row stride ldq) and dr_du (nu x nu, row stride ldu); either may be NULL. */
-void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, double *dr_dq, int ldq,
-                    double *dr_du, int ldu);
+   (nu x nq, row stride ldq) and dr_du (nu x nu, row stride ldu); either may be NULL.
+   wq >= nq, wu >= nu: how many doubles from each row's start may be read and written
+   (zeros are added past nq and nu: the work space's block lets the sweep take whole
+   vectors of eight there). */
+void mt_deriv_sweep(const mbk_matter *m, const mbk_state *s, double scale, double *dr_dq, int ldq, int wq,
+                    double *dr_du, int ldu, int wu);
 /* After setup: add a force (at Ground's origin) on a body to Phi. */
 void mt_deriv_add_phi(const mbk_matter *m, const mbk_state *s, int body, mbk_spatial_vec F0);
 /* After setup: ADD scale * the mobility-space Jacobians of an element's body forces
@@ -260,11 +263,13 @@ void mt_deriv_add_pair(const mbk_matter *m, const mbk_state *s, const mt_pair_ja
 int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1, double *X2,
                     int ld2, int n2);
 /* The work space's block for mt_deriv_solve_block: nu rows of n columns, *ld apart,
-   zeroed; NULL when the factor is not kept (deep trees) or n is more than the block
+   zeroed, with eight zeros after the last row (so a row from column c may be read and
+   written as far as *ld - c + 8); NULL when the factor is not kept (deep trees) or n is more than the block
    takes (then use mt_deriv_solve). */
 double *mt_deriv_block(const mbk_matter *m, const mbk_state *s, int n, int *ld);
 /* After setup, with the right-hand side in the block (its first n1 columns, then n2):
-   X1 <- scale M^-1 (the first n1 columns), X2 <- the next n2. 0 or a negative status. */
+   X1 <- scale M^-1 (the first n1 columns), X2 <- the next n2. 0, 1 if a result is not
+   finite (NaN or infinite, to be found and reported by the caller), or a negative status. */
 int mt_deriv_solve_block(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1,
                          double *X2, int ld2, int n2);
 /* Byte size of the derivative work space. */
@@ -378,6 +383,8 @@ int mt_need_body(const mbk_matter *m, int body, const char *fn);
 
 /* Whether a mobilizer is the built-in Pin (rotation about F's z, q = angle). */
 bool mt_mobilizer_is_pin(const mbk_mobilizer *mob);
+/* Whether a mobilizer is the built-in Free one. */
+bool mt_mobilizer_is_free(const mbk_mobilizer *mob);
 /* Whether a mobilizer is a built-in whose first four q are a quaternion (Ball, Free)
    when Euler angles are off. */
 bool mt_mobilizer_has_quaternion(const mbk_mobilizer *mob);

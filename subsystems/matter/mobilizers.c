@@ -459,6 +459,7 @@ mbk_mobilizer mbk_mobilizer_ball(void) { return builtin(&ball_ops); }
 mbk_mobilizer mbk_mobilizer_free(void) { return builtin(&free_ops); }
 
 bool mt_mobilizer_is_pin(const mbk_mobilizer *mob) { return mob->ops == &pin_ops; }
+bool mt_mobilizer_is_free(const mbk_mobilizer *mob) { return mob->ops == &free_ops; }
 
 bool mt_mobilizer_has_quaternion(const mbk_mobilizer *mob) { return mob->ops == &ball_ops || mob->ops == &free_ops; }
 

@@ -46,7 +46,7 @@ static void find_numeric(md_ctx *c)
     in->multibody = true;
     in->first_numeric_body = in->first_numeric_force = in->first_numeric_force_subsystem = -1;
     for (int b = 1; b < c->m->nb; ++b)
-        if (!mt_mobilizer_derivatives_exact(&c->m->bodies[b].mob)) {
+        if (!c->m->bodies[b].pin && !mt_mobilizer_derivatives_exact(&c->m->bodies[b].mob)) {
             if (in->numeric_mobilizers++ == 0) in->first_numeric_body = b;
         }
     for (int k = 0; k < c->nsub; ++k) {
@@ -313,9 +313,10 @@ static void negate_rows(double *a, int rows, int cols, int ld)
 
 /* dr/dq and dr/du at udot into the arrays (zeroed here unless zeroed): the force
    Jacobians (analytic, then numeric), less the matter sweep, is -dr; negated unless
-   negative (the forward dynamics want -dr). */
+   negative (the forward dynamics want -dr). block: the arrays are side by side in the
+   work space's block (mt_deriv_block), whose rows the sweep may take in whole vectors. */
 static int residual_derivatives(const md_ctx *c, const double *udot, double *dr_dq, int ldq, double *dr_du, int ldu,
-                                bool negative, bool zeroed, const char *fn)
+                                bool negative, bool zeroed, bool block, const char *fn)
 {
     int rc = mt_deriv_setup(c->m, c->s, udot, gravity_of(c), true);
     if (rc < 0) return mbk_set_error(rc, "%s: %s", fn, mbk_last_error());
@@ -327,7 +328,7 @@ static int residual_derivatives(const md_ctx *c, const double *udot, double *dr_
     bool q_only;
     if (numeric_forces(c, &q_only) && (rc = numeric_columns(c, NUM_FORCES, q_only, dr_dq, ldq, dr_du, ldu, fn)) < 0)
         return rc;
-    mt_deriv_sweep(c->m, c->s, -1.0, dr_dq, ldq, dr_du, ldu);
+    mt_deriv_sweep(c->m, c->s, -1.0, dr_dq, ldq, block ? ldq : c->nq, dr_du, ldu, block ? ldu - c->nq + 8 : c->nu);
     if (!negative) {
         negate_rows(dr_dq, c->nu, c->nq, ldq);
         negate_rows(dr_du, c->nu, c->nu, ldu);
@@ -345,7 +346,7 @@ int mbk_system_calc_residual_derivatives(const mbk_system *sys, mbk_state *s, co
     if (!dr_dq && !dr_du) return mbk_set_error(MBK_EINVAL, "%s: dr_dq and dr_du are both NULL", fn);
     if (udot && (rc = mt_need_finite(udot, c.nu, fn, "udot")) < 0) return rc;
     if (!udot) udot = mbk_state_get_udot(s);
-    if ((rc = residual_derivatives(&c, udot, dr_dq, c.nq, dr_du, c.nu, false, false, fn)) < 0) return rc;
+    if ((rc = residual_derivatives(&c, udot, dr_dq, c.nq, dr_du, c.nu, false, false, false, fn)) < 0) return rc;
     if ((rc = check_finite(dr_dq, c.nu, c.nq, c.nq, fn, "dr_dq")) < 0) return rc;
     return check_finite(dr_du, c.nu, c.nu, c.nu, fn, "dr_du");
 }
@@ -376,11 +377,12 @@ int mbk_system_calc_acceleration_derivatives_ld(const mbk_system *sys, mbk_state
     int ldy = 0;
     double *Y = !c.constrained && dudot_dq && dudot_du ? mt_deriv_block(m, s, c.nq + c.nu, &ldy) : NULL;
     if (Y) {
-        if ((rc = residual_derivatives(&c, udot, Y, ldy, Y + c.nq, ldy, true, true, fn)) < 0) return rc;
+        if ((rc = residual_derivatives(&c, udot, Y, ldy, Y + c.nq, ldy, true, true, true, fn)) < 0) return rc;
         if ((rc = mt_deriv_solve_block(m, s, 1.0, dudot_dq, ldq, c.nq, dudot_du, ldu, c.nu)) < 0)
             return mbk_set_error(rc, "%s: %s", fn, mbk_last_error());
+        if (rc == MBK_OK) return MBK_OK; /* the solve found every entry finite */
     } else { /* -dr in the arrays, M^-1 there */
-        if ((rc = residual_derivatives(&c, udot, dudot_dq, ldq, dudot_du, ldu, true, false, fn)) < 0) return rc;
+        if ((rc = residual_derivatives(&c, udot, dudot_dq, ldq, dudot_du, ldu, true, false, false, fn)) < 0) return rc;
         if ((rc = mt_deriv_solve(m, s, 1.0, dudot_dq, ldq, c.nq, dudot_du, ldu, c.nu)) < 0)
             return mbk_set_error(rc, "%s: %s", fn, mbk_last_error());
         if (c.constrained && (rc = numeric_columns(&c, NUM_CONSTRAINTS, false, dudot_dq, ldq, dudot_du, ldu, fn)) < 0)
@@ -420,7 +422,7 @@ int mbk_system_add_force_jacobians_ld(const mbk_system *sys, mbk_state *s, doubl
         if ((rc = mt_deriv_setup(c.m, s, NULL, gravity_of(&c), false)) < 0 ||
             (rc = add_elements(&c, false, NULL, 0, NULL, 0)) < 0)
             return mbk_set_error(rc, "%s: %s", fn, mbk_last_error());
-        mt_deriv_sweep(c.m, s, -1.0, df_dq, ldq, NULL, 0);
+        mt_deriv_sweep(c.m, s, -1.0, df_dq, ldq, c.nq, NULL, 0, 0);
     }
     if ((rc = check_finite(df_dq, c.nu, c.nq, ldq, fn, "df_dq")) < 0) return rc;
     return check_finite(df_du, c.nu, c.nu, ldu, fn, "df_du");
