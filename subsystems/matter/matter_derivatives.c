@@ -797,8 +797,9 @@ static inline void put_soa(double *X, int nc, int c, int k0, mbk_spatial_vec v)
 }
 
 /* row[c] += sum_k a[k] X_k[c] for c in [c0, c1), X_k component k of column c (X at the
-   first component, groups of eight columns gs doubles apart), summed from k = 0 up for
-   every column. With the vector extension a range of more than two columns goes eight
+   first component, groups of eight columns gs doubles apart), summed in threes (k = 0..2,
+   3..5, 6..8, each from its first up), then the threes from the first: three short
+   chains instead of one long one for the vector units to wait on. With the vector extension a range of more than two columns goes eight
    columns at a time from a multiple of 8 (the columns of a group outside [c0, c1)
    masked to zero), into a row of n columns (its last group one by one); others column by
    column. as: the coefficients, a: the same in every lane. */
@@ -807,13 +808,17 @@ static inline void put_soa(double *X, int nc, int c, int k0, mbk_spatial_vec v)
     const dvec8 lane = {0, 1, 2, 3, 4, 5, 6, 7};                                                    \
     for (int v = c0 & ~7; v < c1; v += 8) {                                                         \
         const double *p = X + (size_t)(v / 8) * gs;                                                 \
-        dvec8 x, t;                                                                                 \
-        memcpy(&t, p, sizeof t);                                                                    \
-        x = a[0] * t;                                                                               \
-        for (int k = 1; k < (NT); ++k) {                                                            \
-            memcpy(&t, p + 8 * k, sizeof t);                                                        \
-            x += a[k] * t;                                                                          \
+        dvec8 c[(NT) / 3], t;                                                                       \
+        for (int j = 0; j < (NT) / 3; ++j) {                                                        \
+            memcpy(&t, p + 24 * j, sizeof t);                                                       \
+            c[j] = a[3 * j] * t;                                                                    \
+            memcpy(&t, p + 24 * j + 8, sizeof t);                                                   \
+            c[j] += a[3 * j + 1] * t;                                                               \
+            memcpy(&t, p + 24 * j + 16, sizeof t);                                                  \
+            c[j] += a[3 * j + 2] * t;                                                               \
         }                                                                                           \
+        dvec8 x = c[0];                                                                             \
+        for (int j = 1; j < (NT) / 3; ++j) x += c[j];                                               \
         if (v < c0 || v + 8 > c1) {                                                                 \
             const dvec8 col = lane + (double)v;                                                     \
             x = (dvec8)((mvec8)x & ((col >= (double)c0) & (col < (double)c1)));                     \
@@ -838,8 +843,12 @@ static inline void put_soa(double *X, int nc, int c, int k0, mbk_spatial_vec v)
         if (c1 - c0 <= 2 || sizeof(dvec8) == sizeof(double)) {                                     \
             for (int c = c0; c < c1; ++c) {                                                         \
                 const double *p = X + (size_t)(c / 8) * gs + (size_t)(c % 8);                       \
-                double x = as[0] * p[0];                                                            \
-                for (int k = 1; k < (NT); ++k) x += as[k] * p[8 * k];                               \
+                double x = 0.0;                                                                     \
+                for (int j = 0; j < (NT) / 3; ++j) {                                                \
+                    const double *pj = p + 24 * j, *aj = as + 3 * j;                                \
+                    const double cj = (aj[0] * pj[0] + aj[1] * pj[8]) + aj[2] * pj[16];             \
+                    x = j ? x + cj : cj;                                                            \
+                }                                                                                   \
                 row[c] += x;                                                                        \
             }                                                                                       \
             return;                                                                                 \
