@@ -557,10 +557,10 @@ static void row_terms(const mt_dbody *di, const mbk_spatial_vec *S, bool vel, mt
 }
 #endif
 
-/* Any other body's velocity, acceleration and columns (from its mobilizer's derivatives). */
-static int general_body(const mbk_matter *m, const mbk_state *s, int i, mt_dws *ws, const double *q, const double *qn,
-                        const int *lay, const double *ub, const double *udb, const mt_pos *pos,
-                        const mbk_spatial_vec *H, bool euler, const mt_dbody *dp, mt_dbody *di)
+/* A body's u columns (T = S at Ground's origin, alpha = v_p x S) and its velocity and
+   acceleration without its joint's own velocity-product term: a_i = a_p + S udot + v_p x S u. */
+static void own_motion(const mbk_matter *m, int i, mt_dws *ws, const double *ub, const double *udb,
+                       const mt_pos *pos, const mbk_spatial_vec *H, const mt_dbody *dp, mt_dbody *di)
 {
     const mt_body *b = &m->bodies[i];
     const bool with_velocity = ws->with_velocity;
@@ -574,10 +574,31 @@ static int general_body(const mbk_matter *m, const mbk_state *s, int i, mt_dws *
         vrel = mbk_spatial_vec_add(vrel, mbk_spatial_vec_scale(S, ub[l]));
         if (udb) arel = mbk_spatial_vec_add(arel, mbk_spatial_vec_scale(S, udb[l]));
     }
-    /* a_i = a_p + S udot + v_p x S u + c */
     di->v = with_velocity ? mbk_spatial_vec_add(dp->v, vrel) : mbk_spatial_vec_zero();
     di->a = mbk_spatial_vec_add(dp->a, arel);
     if (with_velocity) di->a = mbk_spatial_vec_add(di->a, mbk_spatial_cross_motion(dp->v, vrel));
+}
+
+/* A body's q columns finished once its acceleration is complete: w = dS u - T x v_i,
+   alpha = (own part) - T x a_i - w x v_i. */
+static void finish_q_columns(mt_dws *ws, int q0, int nq, const mt_dbody *di)
+{
+    for (int k = 0; k < nq; ++k) {
+        mt_dcol *qc = &ws->qcol[q0 + k];
+        if (ws->with_velocity) qc->w = mbk_spatial_vec_sub(qc->w, mbk_spatial_cross_motion(qc->T, di->v));
+        qc->alpha = mbk_spatial_vec_sub(mbk_spatial_vec_sub(qc->alpha, mbk_spatial_cross_motion(qc->T, di->a)),
+                                        mbk_spatial_cross_motion(qc->w, di->v));
+    }
+}
+
+/* Any other body's velocity, acceleration and columns (from its mobilizer's derivatives). */
+static int general_body(const mbk_matter *m, const mbk_state *s, int i, mt_dws *ws, const double *q, const double *qn,
+                        const int *lay, const double *ub, const double *udb, const mt_pos *pos,
+                        const mbk_spatial_vec *H, bool euler, const mt_dbody *dp, mt_dbody *di)
+{
+    const mt_body *b = &m->bodies[i];
+    const bool with_velocity = ws->with_velocity;
+    own_motion(m, i, ws, ub, udb, pos, H, dp, di);
     const int q0 = lay[2 * i], nq = lay[2 * i + 1];
     if (nq > 0) {
         mbk_transform X_GF = mbk_transform_compose(pos[b->parent].X_GB, b->X_PF);
@@ -586,14 +607,8 @@ static int general_body(const mbk_matter *m, const mbk_state *s, int i, mt_dws *
         if (rc < 0) return rc;
         di->a = mbk_spatial_vec_add(di->a, c);
     }
-    /* finish the columns: w = dS u - T x v_i, alpha = (own part) - T x a_i - w x v_i;
-       u columns: alpha = v_p x S + dc/du - S x v_i */
-    for (int k = 0; k < nq; ++k) {
-        mt_dcol *qc = &ws->qcol[q0 + k];
-        if (with_velocity) qc->w = mbk_spatial_vec_sub(qc->w, mbk_spatial_cross_motion(qc->T, di->v));
-        qc->alpha = mbk_spatial_vec_sub(mbk_spatial_vec_sub(qc->alpha, mbk_spatial_cross_motion(qc->T, di->a)),
-                                        mbk_spatial_cross_motion(qc->w, di->v));
-    }
+    /* finish the columns; u columns: alpha = v_p x S + dc/du - S x v_i */
+    finish_q_columns(ws, q0, nq, di);
     for (int l = 0; with_velocity && l < b->nu; ++l) {
         mt_ducol *uc = &ws->ucol[b->u0 + l];
         uc->alpha = mbk_spatial_vec_sub(uc->alpha, mbk_spatial_cross_motion(uc->T, di->v));
@@ -612,19 +627,7 @@ MT_HOT static void free_body(const mbk_matter *m, int i, mt_dws *ws, const doubl
 {
     const mt_body *b = &m->bodies[i];
     const bool vel = ws->with_velocity;
-    const mbk_vec3 pB = pos[i].X_GB.p;
-    mbk_spatial_vec vrel = mbk_spatial_vec_zero(), arel = mbk_spatial_vec_zero();
-    for (int l = 0; l < 6; ++l) {
-        mbk_spatial_vec S = motion_at_origin(H[b->u0 + l], pB);
-        mt_ducol *uc = &ws->ucol[b->u0 + l];
-        uc->T = S;
-        uc->alpha = vel ? mbk_spatial_cross_motion(dp->v, S) : mbk_spatial_vec_zero();
-        vrel = mbk_spatial_vec_add(vrel, mbk_spatial_vec_scale(S, ub[l]));
-        if (udb) arel = mbk_spatial_vec_add(arel, mbk_spatial_vec_scale(S, udb[l]));
-    }
-    di->v = vel ? mbk_spatial_vec_add(dp->v, vrel) : mbk_spatial_vec_zero();
-    di->a = mbk_spatial_vec_add(dp->a, arel);
-    if (vel) di->a = mbk_spatial_vec_add(di->a, mbk_spatial_cross_motion(dp->v, vrel));
+    own_motion(m, i, ws, ub, udb, pos, H, dp, di);
     const mbk_transform X_GF = mbk_transform_compose(pos[b->parent].X_GB, b->X_PF);
     const mbk_mat33 *R = &X_GF.R;
     const int q0 = lay[2 * i];
@@ -671,12 +674,7 @@ MT_HOT static void free_body(const mbk_matter *m, int i, mt_dws *ws, const doubl
     }
     /* finish the columns as general_body does; the u columns' dc/du: -(H_l.w x v_FM) -
        w_FM x H_l.v in F */
-    for (int k = 0; k < 7; ++k) {
-        mt_dcol *qc_ = &ws->qcol[q0 + k];
-        if (vel) qc_->w = mbk_spatial_vec_sub(qc_->w, mbk_spatial_cross_motion(qc_->T, di->v));
-        qc_->alpha = mbk_spatial_vec_sub(mbk_spatial_vec_sub(qc_->alpha, mbk_spatial_cross_motion(qc_->T, di->a)),
-                                         mbk_spatial_cross_motion(qc_->w, di->v));
-    }
+    finish_q_columns(ws, q0, 7, di);
     for (int l = 0; vel && l < 6; ++l) {
         const mbk_vec3 e3 = mbk_vec3_make(l % 3 == 0, l % 3 == 1, l % 3 == 2);
         const mbk_vec3 dc = l < 3 ? mbk_vec3_neg(mbk_vec3_cross(e3, vFM)) : mbk_vec3_neg(mbk_vec3_cross(wFM, e3));
@@ -1236,8 +1234,10 @@ static const block_solve_fn BLOCK_SOLVE[SOLVE_W / 8 + 1] = {
     block_solve_7, block_solve_8, block_solve_9, block_solve_10, block_solve_11, block_solve_12};
 
 /* dst[0, n) = src[0, n): eight at a time, then the rest one by one (written out, so that
-   compilers do not turn these short copies into library calls). */
-static inline void copy_row(double *restrict dst, const double *restrict src, int n)
+   compilers do not turn these short copies into library calls). With acc, each value
+   times zero is added into *acc as well: NaN in a lane exactly when a value copied there
+   is infinite or NaN, so that the check of the results rides on the copy's loads. */
+static inline void copy_row(double *restrict dst, const double *restrict src, int n, dvec8 *acc)
 {
     int k = 0;
 #if MT_VEC8
@@ -1245,8 +1245,14 @@ static inline void copy_row(double *restrict dst, const double *restrict src, in
         dvec8 t;
         memcpy(&t, src + k, sizeof t);
         memcpy(dst + k, &t, sizeof t);
+        if (acc) *acc += t * 0.0;
     }
 #endif
+    if (acc) { /* the values left, before the copy below moves the pointers */
+        double r = 0.0;
+        for (int j = k; j < n; ++j) r += src[j] * 0.0;
+        *acc += r;
+    }
     for (; k + 4 <= n; k += 4) {
         const double t0 = src[k], t1 = src[k + 1], t2 = src[k + 2], t3 = src[k + 3];
         dst[k] = t0, dst[k + 1] = t1, dst[k + 2] = t2, dst[k + 3] = t3;
@@ -1260,27 +1266,6 @@ static inline void copy_row(double *restrict dst, const double *restrict src, in
     }
 }
 
-/* copy_row, and each value times zero added into *acc (NaN in a lane exactly when a value
-   copied there is infinite or NaN: the check of the results rides on the copy's loads). */
-static inline void copy_row_acc(double *restrict dst, const double *restrict src, int n, dvec8 *acc)
-{
-    int k = 0;
-#if MT_VEC8
-    for (; k + 8 <= n; k += 8) {
-        dvec8 t;
-        memcpy(&t, src + k, sizeof t);
-        memcpy(dst + k, &t, sizeof t);
-        *acc += t * 0.0;
-    }
-#endif
-    double r = 0.0;
-    for (; k < n; ++k) {
-        dst[k] = src[k];
-        r += src[k] * 0.0;
-    }
-    *acc += r;
-}
-
 /* w1 columns of X1 from a1 and w2 of X2 from a2, side by side, into the work space Y
    (rows W apart, W a multiple of 8 and less than w1 + w2 + 8; the rest of each row
    zero), or (back) from it. */
@@ -1291,13 +1276,13 @@ static void block_copy(int nu, double *X1, size_t ld1, int a1, int w1, double *X
     for (int i = 0; i < nu; ++i) {
         double *y = Y + (size_t)i * (size_t)W, *x1 = X1 + (size_t)i * ld1 + a1, *x2 = X2 + (size_t)i * ld2 + a2;
         if (back) {
-            copy_row(x1, y, w1);
-            copy_row(x2, y + w1, w2);
+            copy_row(x1, y, w1, NULL);
+            copy_row(x2, y + w1, w2, NULL);
             continue;
         }
         memcpy(y + W - 8, zero8, sizeof zero8);
-        copy_row(y, x1, w1);
-        copy_row(y + w1, x2, w2);
+        copy_row(y, x1, w1, NULL);
+        copy_row(y + w1, x2, w2, NULL);
     }
 }
 
@@ -1438,8 +1423,8 @@ MT_HOT int mt_deriv_solve_block(const mbk_matter *m, const mbk_state *s, double 
     dvec8 acc[2] = {splat(0.0), splat(0.0)};
     for (int i = 0; i < m->nu; ++i) {
         const double *y = Y + (size_t)i * (size_t)W;
-        copy_row_acc(X1 + (size_t)i * (size_t)ld1, y, n1, &acc[0]);
-        copy_row_acc(X2 + (size_t)i * (size_t)ld2, y + n1, n2, &acc[1]);
+        copy_row(X1 + (size_t)i * (size_t)ld1, y, n1, &acc[0]);
+        copy_row(X2 + (size_t)i * (size_t)ld2, y + n1, n2, &acc[1]);
     }
     /* x * 0 is NaN exactly for an infinite or NaN x, and a NaN stays in the sums */
     double sum = 0.0;
