@@ -1129,6 +1129,52 @@ static void test_long_chain(void)
     destroy_model(&md);
 }
 
+/* M^-1 takes a caller's whole vectors of eight columns where they are, from the first
+   column that starts on 32 bytes, and the columns around them in the work space: the
+   results must be the same bits wherever the arrays sit and whatever their row stride. */
+static void test_alignment_invariance(void)
+{
+    model md;
+    memset(&md, 0, sizeof md);
+    md.sys = mbk_multibody_create("floating chain");
+    mbk_matter *m = mbk_multibody_upd_matter(md.sys);
+    md.m = m;
+    md.f = mbk_multibody_upd_forces(md.sys);
+    const int n = 45; /* a Free base and 44 Pins: nq + nu = 101, past the work space's block */
+    for (int i = 1; i <= n; ++i) {
+        const int kind = i == 1 ? K_FREE : K_PIN;
+        mbk_transform X_PF = mbk_transform_make(rrot(), mbk_vec3_make(0.3, 0.05, 0.0)), I = mbk_transform_identity();
+        mbk_mass_props mp = random_mass_props();
+        CHECK_INT(mbk_matter_add_body(m, i - 1, i == 1 ? &I : &X_PF, &mp, &I, make_mobilizer(kind)), i);
+        md.kind[i] = kind;
+    }
+    md.nb = n + 1;
+    mbk_force_add_gravity(md.f, mbk_vec3_make(0, 0, -9.81));
+    finish_model(&md);
+    randomize(&md, 0.5);
+    const int nq = md.nq, nu = md.nu, ld_max = nq + nu + 3;
+    double *raw = aligned_alloc(64, (size_t)(nu * ld_max + 64) * sizeof(double));
+    double *ref = malloc((size_t)(nu * (nq + nu)) * sizeof(double));
+    CHECK(raw && ref);
+    int same = 1;
+    for (int ld = nq + nu; raw && ref && ld <= ld_max; ++ld) /* rows aligned alike when ld % 4 == 0 */
+        for (int off = 0; off < 4; ++off) {
+            double *A = raw + off;
+            CHECK_INT(mbk_system_calc_acceleration_derivatives_ld(md.sys, md.s, A, ld, A + nq, ld), MBK_OK);
+            for (int r = 0; r < nu; ++r)
+                for (int c = 0; c < nq + nu; ++c) {
+                    const double x = A[(size_t)r * (size_t)ld + (size_t)c];
+                    double *y = &ref[(size_t)r * (size_t)(nq + nu) + (size_t)c];
+                    if (ld == nq + nu && off == 0) *y = x;
+                    else if (memcmp(&x, y, sizeof x) != 0) same = 0;
+                }
+        }
+    CHECK(same);
+    free(raw);
+    free(ref);
+    destroy_model(&md);
+}
+
 /* A function-based mobilizer whose functions stop at second derivatives: d(HDot u)/dq
    is then found by differences (flagged), the rest stays analytic, and the whole is
    still within the tolerance. */
@@ -1192,5 +1238,6 @@ int main(void)
     test_mobilizer_derivatives();
     test_each_mobilizer();
     test_force_elements();
+    test_alignment_invariance(); /* last: its random numbers would move the others' */
     return mbk_test_finish();
 }

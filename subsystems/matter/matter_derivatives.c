@@ -56,12 +56,12 @@ static size_t round8(size_t n) { return (n + 7) & ~(size_t)7; }
 enum { SOLVE_W = 96 };
 
 /* The width of the work space's block of every row (a multiple of 8): all nqmax + nu
-   columns when they are at most SOLVE_W, else the 14 at most left over from whole groups
-   of eight (see mt_deriv_solve). */
+   columns when they are at most SOLVE_W, else the 20 at most left over around whole
+   groups of eight (3 before and 7 after, of each array: see mt_deriv_solve). */
 static int block_width(const mbk_matter *m)
 {
     const int n = m->nqmax + m->nu;
-    return n <= SOLVE_W ? (n + 7) / 8 * 8 : 16;
+    return n <= SOLVE_W ? (n + 7) / 8 * 8 : 24;
 }
 /* Bytes of the right-hand side a row of the solve may draw on (in the first level of cache). */
 enum { SOLVE_L1 = 40960 };
@@ -1266,24 +1266,39 @@ static inline void copy_row(double *restrict dst, const double *restrict src, in
     }
 }
 
-/* w1 columns of X1 from a1 and w2 of X2 from a2, side by side, into the work space Y
-   (rows W apart, W a multiple of 8 and less than w1 + w2 + 8; the rest of each row
-   zero), or (back) from it. */
-static void block_copy(int nu, double *X1, size_t ld1, int a1, int w1, double *X2, size_t ld2, int a2, int w2,
-                       double *Y, int W, bool back)
+/* Columns of a caller's array that M^-1 takes in the work space: w columns from x, rows
+   ld apart. */
+typedef struct mt_cols_left {
+    double *x; /* the first column's entry in row 0 */
+    size_t ld; /* row stride */
+    int w;     /* columns */
+} mt_cols_left;
+
+/* The ranges r[0..nr) side by side into the work space Y (rows W apart, W a multiple of
+   8 and less than their width + 8; the rest of each row zero), or (back) from it. */
+static void block_copy(int nu, const mt_cols_left *r, int nr, double *Y, int W, bool back)
 {
     static const double zero8[8];
     for (int i = 0; i < nu; ++i) {
-        double *y = Y + (size_t)i * (size_t)W, *x1 = X1 + (size_t)i * ld1 + a1, *x2 = X2 + (size_t)i * ld2 + a2;
-        if (back) {
-            copy_row(x1, y, w1, NULL);
-            copy_row(x2, y + w1, w2, NULL);
-            continue;
+        double *y = Y + (size_t)i * (size_t)W;
+        if (!back) memcpy(y + W - 8, zero8, sizeof zero8);
+        for (int k = 0, c = 0; k < nr; c += r[k].w, ++k) {
+            double *x = r[k].x + (size_t)i * r[k].ld;
+            if (back) copy_row(x, y + c, r[k].w, NULL);
+            else copy_row(y + c, x, r[k].w, NULL);
         }
-        memcpy(y + W - 8, zero8, sizeof zero8);
-        copy_row(y, x1, w1, NULL);
-        copy_row(y + w1, x2, w2, NULL);
     }
+}
+
+/* How many columns of X to leave before its whole vectors of eight so that they start on a
+   32-byte boundary in every row (0 to 3; 0 when the rows are not all aligned alike or
+   there is no whole vector): vector loads that cross 32 bytes cost up to 15 % more. */
+static int align_head(const double *X, size_t ld, int n)
+{
+    const uintptr_t a = (uintptr_t)X;
+    if (a % sizeof(double) || (ld * sizeof(double)) % 32) return 0;
+    const int h = (int)((32 - a % 32) % 32 / sizeof(double));
+    return n - h >= 8 ? h : 0;
 }
 
 /* The n / 8 whole vectors of columns of X where they are, in as few blocks of at most
@@ -1459,7 +1474,14 @@ int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double
     if (!X1) X1 = &zero, n1 = 0;
     if (!X2) X2 = &zero, n2 = 0;
     const bool one = n1 + n2 <= block_width(m);
-    const int a1 = one ? 0 : n1 / 8 * 8, a2 = one ? 0 : n2 / 8 * 8, nv = (n1 - a1 + n2 - a2 + 7) / 8;
+    /* each array: h columns before its whole vectors (to align them), then v in vectors */
+    const int h1 = one ? 0 : align_head(X1, (size_t)ld1, n1), h2 = one ? 0 : align_head(X2, (size_t)ld2, n2);
+    const int v1 = one ? 0 : (n1 - h1) / 8 * 8, v2 = one ? 0 : (n2 - h2) / 8 * 8;
+    const mt_cols_left left[4] = {{X1, (size_t)ld1, h1},
+                                  {X1 + h1 + v1, (size_t)ld1, n1 - h1 - v1},
+                                  {X2, (size_t)ld2, h2},
+                                  {X2 + h2 + v2, (size_t)ld2, n2 - h2 - v2}};
+    const int nv = (n1 - v1 + n2 - v2 + 7) / 8;
     if (!one) {
         /* a row pulls in the block's rows of every u above it: keep those in the first
            level of cache (about 40 KB) */
@@ -1467,12 +1489,12 @@ int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double
         for (int k = 0; k < m->nu; ++k) depth = row_len(m, k) > depth ? row_len(m, k) : depth;
         int nvmax = SOLVE_L1 / (64 * depth);
         nvmax = nvmax < 1 ? 1 : nvmax > SOLVE_W / 8 ? SOLVE_W / 8 : nvmax;
-        solve_in_place(m, X1, (size_t)ld1, n1, nvmax, LD, Dsc, L);
-        solve_in_place(m, X2, (size_t)ld2, n2, nvmax, LD, Dsc, L);
+        solve_in_place(m, X1 + h1, (size_t)ld1, v1, nvmax, LD, Dsc, L);
+        solve_in_place(m, X2 + h2, (size_t)ld2, v2, nvmax, LD, Dsc, L);
     }
     if (nv == 0) return MBK_OK;
-    block_copy(m->nu, X1, (size_t)ld1, a1, n1 - a1, X2, (size_t)ld2, a2, n2 - a2, Y, 8 * nv, false);
+    block_copy(m->nu, left, 4, Y, 8 * nv, false);
     BLOCK_SOLVE[nv](m, Y, (size_t)(8 * nv), LD, Dsc, L);
-    block_copy(m->nu, X1, (size_t)ld1, a1, n1 - a1, X2, (size_t)ld2, a2, n2 - a2, Y, 8 * nv, true);
+    block_copy(m->nu, left, 4, Y, 8 * nv, true);
     return MBK_OK;
 }
