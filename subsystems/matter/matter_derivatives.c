@@ -1279,15 +1279,14 @@ typedef struct mt_cols_left {
 static void block_copy(int nu, const mt_cols_left *r, int nr, double *Y, int W, bool back)
 {
     static const double zero8[8];
-    for (int i = 0; i < nu; ++i) {
-        double *y = Y + (size_t)i * (size_t)W;
-        if (!back) memcpy(y + W - 8, zero8, sizeof zero8);
-        for (int k = 0, c = 0; k < nr; c += r[k].w, ++k) {
-            double *x = r[k].x + (size_t)i * r[k].ld;
-            if (back) copy_row(x, y + c, r[k].w, NULL);
-            else copy_row(y + c, x, r[k].w, NULL);
+    for (int i = 0; !back && i < nu; ++i) memcpy(Y + (size_t)i * (size_t)W + W - 8, zero8, sizeof zero8);
+    /* range by range, so that each loop copies rows of one width */
+    for (int k = 0, c = 0; k < nr; c += r[k].w, ++k)
+        for (int i = 0; i < nu; ++i) {
+            double *x = r[k].x + (size_t)i * r[k].ld, *y = Y + (size_t)i * (size_t)W + c;
+            if (back) copy_row(x, y, r[k].w, NULL);
+            else copy_row(y, x, r[k].w, NULL);
         }
-    }
 }
 
 /* How many columns of X to leave before its whole vectors of eight so that they start on a
@@ -1477,10 +1476,14 @@ int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double
     /* each array: h columns before its whole vectors (to align them), then v in vectors */
     const int h1 = one ? 0 : align_head(X1, (size_t)ld1, n1), h2 = one ? 0 : align_head(X2, (size_t)ld2, n2);
     const int v1 = one ? 0 : (n1 - h1) / 8 * 8, v2 = one ? 0 : (n2 - h2) / 8 * 8;
-    const mt_cols_left left[4] = {{X1, (size_t)ld1, h1},
-                                  {X1 + h1 + v1, (size_t)ld1, n1 - h1 - v1},
-                                  {X2, (size_t)ld2, h2},
-                                  {X2 + h2 + v2, (size_t)ld2, n2 - h2 - v2}};
+    const mt_cols_left all[4] = {{X1, (size_t)ld1, h1},
+                                 {X1 + h1 + v1, (size_t)ld1, n1 - h1 - v1},
+                                 {X2, (size_t)ld2, h2},
+                                 {X2 + h2 + v2, (size_t)ld2, n2 - h2 - v2}};
+    mt_cols_left left[4];
+    int nleft = 0; /* the ranges with columns in them: the copies go row by row through them */
+    for (int k = 0; k < 4; ++k)
+        if (all[k].w > 0) left[nleft++] = all[k];
     const int nv = (n1 - v1 + n2 - v2 + 7) / 8;
     if (!one) {
         /* a row pulls in the block's rows of every u above it: keep those in the first
@@ -1493,8 +1496,8 @@ int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double
         solve_in_place(m, X2 + h2, (size_t)ld2, v2, nvmax, LD, Dsc, L);
     }
     if (nv == 0) return MBK_OK;
-    block_copy(m->nu, left, 4, Y, 8 * nv, false);
+    block_copy(m->nu, left, nleft, Y, 8 * nv, false);
     BLOCK_SOLVE[nv](m, Y, (size_t)(8 * nv), LD, Dsc, L);
-    block_copy(m->nu, left, 4, Y, 8 * nv, true);
+    block_copy(m->nu, left, nleft, Y, 8 * nv, true);
     return MBK_OK;
 }
