@@ -1095,29 +1095,34 @@ static void test_no_allocation(void)
     mbk_set_allocator(NULL, NULL, NULL, NULL);
 }
 
+/* A chain of n bodies under gravity: a Free base, then Pins, with a Ball every
+   ball_every-th body (0: none); random frames and mass properties. */
+static void build_floating_chain(model *md, const char *name, int n, int ball_every)
+{
+    memset(md, 0, sizeof *md);
+    md->sys = mbk_multibody_create(name);
+    mbk_matter *m = mbk_multibody_upd_matter(md->sys);
+    md->m = m;
+    md->f = mbk_multibody_upd_forces(md->sys);
+    for (int i = 1; i <= n; ++i) {
+        const int kind = i == 1 ? K_FREE : ball_every && i % ball_every == 0 ? K_BALL : K_PIN;
+        mbk_transform X_PF = mbk_transform_make(rrot(), mbk_vec3_make(0.3, 0.05, 0.0)), I = mbk_transform_identity();
+        mbk_mass_props mp = random_mass_props();
+        CHECK_INT(mbk_matter_add_body(m, i - 1, i == 1 ? &I : &X_PF, &mp, &I, make_mobilizer(kind)), i);
+        md->kind[i] = kind;
+    }
+    md->nb = n + 1;
+    mbk_force_add_gravity(md->f, mbk_vec3_make(0, 0, -9.81));
+    finish_model(md);
+}
+
 /* A chain deep enough that M^-1 goes through the articulated-body solve column by
    column instead of the sparse factor (kept only while it stays O(n)), with a Free
    base and Ball joints along it. */
 static void test_long_chain(void)
 {
     model md;
-    memset(&md, 0, sizeof md);
-    md.sys = mbk_multibody_create("long chain");
-    mbk_matter *m = mbk_multibody_upd_matter(md.sys);
-    md.m = m;
-    md.f = mbk_multibody_upd_forces(md.sys);
-    const int n = 45;
-    for (int i = 1; i <= n; ++i) {
-        int kind = i == 1 ? K_FREE : i % 7 == 0 ? K_BALL : K_PIN;
-        mbk_transform X_PF = mbk_transform_make(rrot(), mbk_vec3_make(0.3, 0.05, 0.0));
-        mbk_mass_props mp = random_mass_props();
-        mbk_transform I = mbk_transform_identity();
-        CHECK_INT(mbk_matter_add_body(m, i - 1, i == 1 ? &I : &X_PF, &mp, &I, make_mobilizer(kind)), i);
-        md.kind[i] = kind;
-    }
-    md.nb = n + 1;
-    mbk_force_add_gravity(md.f, mbk_vec3_make(0, 0, -9.81));
-    finish_model(&md);
+    build_floating_chain(&md, "long chain", 45, 7);
     double wr = 0, wa = 0;
     for (int trial = 0; trial < 3; ++trial) {
         randomize(&md, 0.5);
@@ -1135,25 +1140,11 @@ static void test_long_chain(void)
 static void test_alignment_invariance(void)
 {
     model md;
-    memset(&md, 0, sizeof md);
-    md.sys = mbk_multibody_create("floating chain");
-    mbk_matter *m = mbk_multibody_upd_matter(md.sys);
-    md.m = m;
-    md.f = mbk_multibody_upd_forces(md.sys);
-    const int n = 45; /* a Free base and 44 Pins: nq + nu = 101, past the work space's block */
-    for (int i = 1; i <= n; ++i) {
-        const int kind = i == 1 ? K_FREE : K_PIN;
-        mbk_transform X_PF = mbk_transform_make(rrot(), mbk_vec3_make(0.3, 0.05, 0.0)), I = mbk_transform_identity();
-        mbk_mass_props mp = random_mass_props();
-        CHECK_INT(mbk_matter_add_body(m, i - 1, i == 1 ? &I : &X_PF, &mp, &I, make_mobilizer(kind)), i);
-        md.kind[i] = kind;
-    }
-    md.nb = n + 1;
-    mbk_force_add_gravity(md.f, mbk_vec3_make(0, 0, -9.81));
-    finish_model(&md);
+    build_floating_chain(&md, "floating chain", 45, 0); /* nq + nu = 101: past the work space's block */
     randomize(&md, 0.5);
     const int nq = md.nq, nu = md.nu, ld_max = nq + nu + 3;
-    double *raw = aligned_alloc(64, (size_t)(nu * ld_max + 64) * sizeof(double));
+    /* aligned_alloc wants a multiple of the alignment: whole groups of eight doubles */
+    double *raw = aligned_alloc(64, (size_t)((nu * ld_max + 8) / 8 * 8 + 8) * sizeof(double));
     double *ref = malloc((size_t)(nu * (nq + nu)) * sizeof(double));
     CHECK(raw && ref);
     int same = 1;
