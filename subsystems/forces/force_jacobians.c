@@ -297,42 +297,65 @@ static void bushing_state(const fe_elem *e, const double *p, const mbk_matter *m
     B->force = mbk_mat33_mul_vec(B->R, vec3_of(B->f + 3));
 }
 
-/* d F0_2 (the force on M at Ground's origin) for displacements d1 of body 1, d2 of
-   body 2 and a change dV of Vrel. */
-static mbk_spatial_vec bushing_dir(const fj_bushing *B, const double *p, mbk_spatial_vec d1, mbk_spatial_vec d2,
-                                   mbk_spatial_vec dV)
+/* How an input 3-vector x (a column each of its components) reaches F0_2, the force on
+   M at Ground's origin, through the bushing's law: the derivatives with respect to x of
+   the rotational and translational coordinates (qr, qt) and rates (qdr, qdt), of frame
+   F's rotation (th, the identity or zero) and of M's displacement (pm); NULL: zero. */
+typedef struct fj_bpath {
+    const mbk_mat33 *qr, *qt, *qdr, *qdt, *pm;
+    bool th;
+} fj_bpath;
+
+/* d(diag(a) X + diag(b) Y) for the 3 x 3 X, Y (either NULL), negated: the law's
+   -(k q + c qdot) for three of the six coordinates. */
+static mbk_mat33 law_change(const double *a, const mbk_mat33 *X, const double *b, const mbk_mat33 *Y)
 {
-    const mbk_vec3 th1 = d1.w;
-    const mbk_vec3 dpM = mbk_vec3_add(d2.v, mbk_vec3_cross(d2.w, B->pM));
-    /* coordinates */
-    const mbk_vec3 phi = mbk_mat33_transpose_mul_vec(B->R, mbk_vec3_sub(d2.w, d1.w));
-    const mbk_vec3 dqr = mbk_mat33_mul_vec(B->Wi, phi);
-    const mbk_vec3 dqt = mbk_mat33_transpose_mul_vec(
-        B->R, mbk_vec3_sub(dpM, mbk_vec3_add(d1.v, mbk_vec3_cross(d1.w, B->pM))));
-    mbk_mat33 dW = mbk_mat33_add(mbk_mat33_scale(B->dW[0], dqr.x), mbk_mat33_scale(B->dW[1], dqr.y));
-    /* rates: qd_r = W^-1 R^T w_rel, qd_t = R^T (v_rel + w_rel x pM) */
-    const mbk_vec3 wr = B->Vrel.w, vr = B->Vrel.v;
-    const mbk_vec3 RTw = mbk_mat33_transpose_mul_vec(B->R, wr);
-    mbk_vec3 dqdr = mbk_vec3_neg(mbk_mat33_mul_vec(B->Wi, mbk_mat33_mul_vec(dW, mbk_mat33_mul_vec(B->Wi, RTw))));
-    dqdr = mbk_vec3_add(dqdr, mbk_mat33_mul_vec(B->Wi, mbk_mat33_transpose_mul_vec(
-                                                           B->R, mbk_vec3_sub(dV.w, mbk_vec3_cross(th1, wr)))));
-    const mbk_vec3 vM = mbk_vec3_add(vr, mbk_vec3_cross(wr, B->pM));
-    const mbk_vec3 dvM = mbk_vec3_add(mbk_vec3_add(dV.v, mbk_vec3_cross(dV.w, B->pM)), mbk_vec3_cross(wr, dpM));
-    const mbk_vec3 dqdt = mbk_mat33_transpose_mul_vec(B->R, mbk_vec3_sub(dvM, mbk_vec3_cross(th1, vM)));
-    const double dq[6] = {dqr.x, dqr.y, dqr.z, dqt.x, dqt.y, dqt.z};
-    const double dqd[6] = {dqdr.x, dqdr.y, dqdr.z, dqdt.x, dqdt.y, dqdt.z};
-    double df[6];
-    for (int i = 0; i < 6; ++i) df[i] = -(p[i] * dq[i] + p[6 + i] * dqd[i]);
-    /* torque_F = W^-T f_r: d = -W^-T dW^T W^-T f_r + W^-T df_r */
-    const mbk_vec3 tF = mbk_mat33_transpose_mul_vec(B->Wi, vec3_of(B->f));
-    mbk_vec3 dtF = mbk_vec3_neg(mbk_mat33_transpose_mul_vec(B->Wi, mbk_mat33_transpose_mul_vec(dW, tF)));
-    dtF = mbk_vec3_add(dtF, mbk_mat33_transpose_mul_vec(B->Wi, vec3_of(df)));
-    const mbk_vec3 dtorque = mbk_vec3_add(mbk_vec3_cross(th1, B->torque), mbk_mat33_mul_vec(B->R, dtF));
-    const mbk_vec3 dforce = mbk_vec3_add(mbk_vec3_cross(th1, B->force), mbk_mat33_mul_vec(B->R, vec3_of(df + 3)));
-    return mbk_spatial_vec_make(
-        mbk_vec3_add(dtorque, mbk_vec3_add(mbk_vec3_cross(dpM, B->force), mbk_vec3_cross(B->pM, dforce))), dforce);
+    mbk_mat33 r = mbk_mat33_zero();
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+            r.m[i][j] = -((X ? a[i] * X->m[i][j] : 0.0) + (Y ? b[i] * Y->m[i][j] : 0.0));
+    return r;
 }
 
+/* F0_2's change (moment rows in top, force rows in bottom) along an input's path:
+   f = -(k q + c qdot); the torque on M is R W^-T f_r, whose change through W's is
+   -R W^-T dW^T W^-T f_r = -R W^-T Yq dqr (Yq: the columns dW_k^T W^-T f_r); frame F
+   turning by th turns the torque and force with it; the moment about the origin adds
+   dpM x force + pM x dforce. */
+static void bushing_path(const fj_bushing *B, const double *p, const mbk_mat33 *Yq, const fj_bpath *x,
+                         mbk_mat33 *top, mbk_mat33 *bottom)
+{
+    mbk_mat33 fr = law_change(p, x->qr, p + 6, x->qdr), ft = law_change(p + 3, x->qt, p + 9, x->qdt);
+    if (x->qr) fr = mbk_mat33_sub(fr, mbk_mat33_mul(*Yq, *x->qr));
+    mbk_mat33 dforce = mbk_mat33_mul(B->R, ft);
+    mbk_mat33 dtorque = mbk_mat33_mul(B->R, mbk_mat33_transpose_mul(B->Wi, fr));
+    if (x->th) {
+        dforce = mbk_mat33_sub(dforce, mbk_mat33_skew(B->force));
+        dtorque = mbk_mat33_sub(dtorque, mbk_mat33_skew(B->torque));
+    }
+    *top = mbk_mat33_add(dtorque, mbk_mat33_mul(mbk_mat33_skew(B->pM), dforce));
+    if (x->pm) *top = mbk_mat33_sub(*top, mbk_mat33_mul(mbk_mat33_skew(B->force), *x->pm));
+    *bottom = dforce;
+}
+
+/* Columns c0 .. c0 + 2 of a 6 x 6 from a path's top and bottom rows, and negated into N. */
+static void put_cols(double K[6][6], double N[6][6], int c0, const mbk_mat33 *top, const mbk_mat33 *bottom)
+{
+    for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 3; ++c) {
+            K[r][c0 + c] = top->m[r][c];
+            K[r + 3][c0 + c] = bottom->m[r][c];
+            N[r][c0 + c] = -top->m[r][c];
+            N[r + 3][c0 + c] = -bottom->m[r][c];
+        }
+}
+
+/* dF0_2 / d(displacement of body 1), of body 2 and of Vrel = V2 - V1, as 3 x 3 maps. With
+   dw = d2.w - d1.w, dv = d2.v - d1.v (the frames' relative turn and shift at Ground's
+   origin), th1 = d1.w and dpM = d2.v + d2.w x pM:
+     dqr = A dw (A = W^-1 R^T),   dqt = R^T (dv - [pM x] dw),
+     dqdr = -W^-1 Zq dqr + A (dV.w + wr x th1)      (Zq: the columns dW_k qd_r),
+     dqdt = R^T (dV.v - [pM x] dV.w + wr x dpM + vM x th1)  (vM = vr + wr x pM). */
 static void bushing_jac(const fe_elem *e, const double *p, const mbk_matter *m, const mbk_state *s, mt_pair_jac *J)
 {
     fj_bushing B;
@@ -343,26 +366,41 @@ static void bushing_jac(const fe_elem *e, const double *p, const mbk_matter *m, 
     J->F0[1] = mbk_spatial_vec_make(mbk_vec3_add(B.torque, mbk_vec3_cross(B.pM, B.force)), B.force);
     J->F0[0] = mbk_spatial_vec_scale(J->F0[1], -1.0);
     J->has_K = J->has_D = true;
-    const mbk_spatial_vec z = mbk_spatial_vec_zero();
-    for (int c = 0; c < 6; ++c) {
-        mbk_spatial_vec u = mbk_spatial_vec_make(mbk_vec3_make(c == 0, c == 1, c == 2), mbk_vec3_make(c == 3, c == 4, c == 5));
-        mbk_spatial_vec k1 = bushing_dir(&B, p, u, z, z), k2 = bushing_dir(&B, p, z, u, z);
-        mbk_spatial_vec dv = bushing_dir(&B, p, z, z, u); /* d F0_2 / d V2 = -d F0_2 / d V1 */
-        const mbk_spatial_vec vals[3] = {k1, k2, dv};
-        for (int r = 0; r < 6; ++r) {
-            double x[3];
-            for (int t = 0; t < 3; ++t) {
-                const mbk_vec3 *h = r < 3 ? &vals[t].w : &vals[t].v;
-                x[t] = r % 3 == 0 ? h->x : r % 3 == 1 ? h->y : h->z;
-            }
-            J->K[1][0][r][c] = x[0];
-            J->K[1][1][r][c] = x[1];
-            J->K[0][0][r][c] = -x[0];
-            J->K[0][1][r][c] = -x[1];
-            J->D[1][1][r][c] = x[2];
-            J->D[1][0][r][c] = -x[2];
-            J->D[0][1][r][c] = -x[2];
-            J->D[0][0][r][c] = x[2];
+    J->opposite = true; /* both forces act at M's origin */
+    const mbk_mat33 RT = mbk_mat33_transpose(B.R), A = mbk_mat33_mul(B.Wi, RT);
+    const mbk_vec3 wr = B.Vrel.w, vM = mbk_vec3_add(B.Vrel.v, mbk_vec3_cross(wr, B.pM));
+    const mbk_vec3 qdr = vec3_of(B.qd), tF = mbk_mat33_transpose_mul_vec(B.Wi, vec3_of(B.f));
+    mbk_mat33 Zq = mbk_mat33_zero(), Yq = mbk_mat33_zero();
+    for (int k = 0; k < 2; ++k) { /* W depends on the first two angles alone */
+        const mbk_vec3 z = mbk_mat33_mul_vec(B.dW[k], qdr), y = mbk_mat33_transpose_mul_vec(B.dW[k], tF);
+        Zq.m[0][k] = z.x, Zq.m[1][k] = z.y, Zq.m[2][k] = z.z;
+        Yq.m[0][k] = y.x, Yq.m[1][k] = y.y, Yq.m[2][k] = y.z;
+    }
+    const mbk_mat33 P = mbk_mat33_skew(B.pM), nP = mbk_mat33_scale(P, -1.0), I = mbk_mat33_identity();
+    const mbk_mat33 RTwr = mbk_mat33_mul(RT, mbk_mat33_skew(wr)), RTP = mbk_mat33_mul(RT, P);
+    const mbk_mat33 Pw = mbk_mat33_scale(mbk_mat33_mul(B.Wi, mbk_mat33_mul(Zq, A)), -1.0); /* d qdr / d dw */
+    /* body 2 (d2.w, d2.v), body 1 (d1.w, d1.v), Vrel (dV.w, dV.v) */
+    const mbk_mat33 qt2w = mbk_mat33_scale(RTP, -1.0), qdt2w = mbk_mat33_mul(RTwr, nP);
+    const mbk_mat33 nA = mbk_mat33_scale(A, -1.0), nPw = mbk_mat33_scale(Pw, -1.0);
+    const mbk_mat33 qdr1w = mbk_mat33_add(nPw, mbk_mat33_mul(A, mbk_mat33_skew(wr)));
+    const mbk_mat33 qdt1w = mbk_mat33_mul(RT, mbk_mat33_skew(vM)), nRT = mbk_mat33_scale(RT, -1.0);
+    const fj_bpath path[6] = {
+        {&nA, &RTP, &qdr1w, &qdt1w, NULL, true},  /* d1.w */
+        {NULL, &nRT, NULL, NULL, NULL, false},    /* d1.v */
+        {&A, &qt2w, &Pw, &qdt2w, &nP, false},     /* d2.w */
+        {NULL, &RT, NULL, &RTwr, &I, false},      /* d2.v */
+        {NULL, NULL, &A, &qt2w, NULL, false},     /* dV.w */
+        {NULL, NULL, NULL, &RT, NULL, false},     /* dV.v */
+    };
+    for (int k = 0; k < 6; ++k) {
+        mbk_mat33 top, bottom;
+        bushing_path(&B, p, &Yq, &path[k], &top, &bottom);
+        /* body 0's rows are body 1's negated; d/dV1 = -d/dV2 */
+        if (k < 2) put_cols(J->K[1][0], J->K[0][0], 3 * k, &top, &bottom);
+        else if (k < 4) put_cols(J->K[1][1], J->K[0][1], 3 * (k - 2), &top, &bottom);
+        else {
+            put_cols(J->D[1][1], J->D[1][0], 3 * (k - 4), &top, &bottom);
+            put_cols(J->D[0][0], J->D[0][1], 3 * (k - 4), &top, &bottom);
         }
     }
 }
@@ -433,6 +471,7 @@ int fe_count_numeric(const mbk_forces *f, const mbk_state *s, int *first)
 static bool element_pair(const fe_elem *e, const double *p, const mbk_matter *m, const mbk_state *s, mt_pair_jac *J)
 {
     fj_points P;
+    J->opposite = false;
     if (e->kind == &fe_tp_spring) tp_spring_jac(e, p, m, s, &P);
     else if (e->kind == &fe_tp_damper) tp_damper_jac(e, p, m, s, &P);
     else if (e->kind == &fe_tp_constant) tp_constant_jac(e, p, m, s, &P);

@@ -1053,11 +1053,14 @@ static void pair_joint(const mbk_matter *m, const mt_dws *ws, const int *lay, co
     bool in[2];
     for (int c = 0; c < J->n; ++c) in[c] = J->body[c] > 0 && is_ancestor(m, j, J->body[c]);
     const int nq = lay[2 * j + 1];
+    /* an opposite pair's body 0 takes body 1's change negated (the same bits as its own
+       negated matrices would give) */
+    const int b0 = J->opposite ? 1 : 0;
     for (int k = 0; df_dq && k < nq; ++k) {
         const int col = lay[2 * j] + k;
         const mt_dcol *c = &ws->qcol[col];
-        for (int b = 0; b < J->n; ++b) {
-            if (J->body[b] <= 0) continue;
+        for (int b = b0; b < J->n; ++b) {
+            if (!b0 && J->body[b] <= 0) continue;
             mbk_spatial_vec g = mbk_spatial_vec_zero();
             for (int e = 0; e < J->n; ++e) {
                 if (!in[e]) continue;
@@ -1067,16 +1070,18 @@ static void pair_joint(const mbk_matter *m, const mt_dws *ws, const int *lay, co
                     g = mbk_spatial_vec_add(g, mat6_mul(J->D[b][e], dV));
                 }
             }
+            if (b0) add_up(m, ws, J->body[0], mbk_spatial_vec_scale(g, -1.0), scale, df_dq, ldq, col);
             add_up(m, ws, J->body[b], g, scale, df_dq, ldq, col);
         }
     }
     for (int l = 0; df_du && J->has_D && l < bj->nu; ++l) {
         const int col = bj->u0 + l;
-        for (int b = 0; b < J->n; ++b) {
-            if (J->body[b] <= 0) continue;
+        for (int b = b0; b < J->n; ++b) {
+            if (!b0 && J->body[b] <= 0) continue;
             mbk_spatial_vec g = mbk_spatial_vec_zero();
             for (int e = 0; e < J->n; ++e)
                 if (in[e]) g = mbk_spatial_vec_add(g, mat6_mul(J->D[b][e], ws->ucol[col].T));
+            if (b0) add_up(m, ws, J->body[0], mbk_spatial_vec_scale(g, -1.0), scale, df_du, ldu, col);
             add_up(m, ws, J->body[b], g, scale, df_du, ldu, col);
         }
     }

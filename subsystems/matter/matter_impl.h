@@ -233,6 +233,7 @@ typedef struct mt_pair_jac {
     double K[2][2][6][6];
     double D[2][2][6][6];
     bool has_K, has_D;
+    bool opposite;          /* n = 2 and body 0's force and derivatives are body 1's negated */
 } mt_pair_jac;
 
 mt_dws mt_dws_of(const mbk_matter *m, const mbk_state *s);
