@@ -769,17 +769,6 @@ void mt_deriv_add_phi(const mbk_matter *m, const mbk_state *s, int body, mbk_spa
     dws_header(m, s)->has_phi = 1;
 }
 
-/* dr[r * ld + col] += scale * S_r . g over the rows of body a and its ancestors. */
-static inline void add_up(const mbk_matter *m, const mt_dws *ws, int a, mbk_spatial_vec g, double scale, double *dr,
-                          int ld, int col)
-{
-    for (; a > 0; a = m->bodies[a].parent) {
-        const mt_body *b = &m->bodies[a];
-        for (int l = 0; l < b->nu; ++l)
-            dr[(size_t)(b->u0 + l) * (size_t)ld + (size_t)col] += scale * mbk_spatial_vec_dot(ws->ucol[b->u0 + l].T, g);
-    }
-}
-
 /* Component k of column c where columns come in groups of eight of nc components of
    eight lanes each. */
 static inline double *col_at(double *X, int nc, int c, int k)
@@ -1044,23 +1033,38 @@ static inline bool is_ancestor(const mbk_matter *m, int a, int b)
     return m->pre[a] <= m->pre[b] && m->pre[b] < m->pre[a] + m->size[a];
 }
 
-/* One joint's columns for an element: the forces' changes on each of its bodies,
-   then up each body's path to Ground. */
+/* dr[r * ld + c0 + k] += scale * S_r . g[k] (k < n) over the rows of body a and its
+   ancestors: a row's entries side by side. */
+static void add_rows(const mbk_matter *m, const mt_dws *ws, int a, const mbk_spatial_vec *g, int n, double scale,
+                     double *dr, int ld, int c0)
+{
+    for (; a > 0; a = m->bodies[a].parent) {
+        const mt_body *b = &m->bodies[a];
+        for (int l = 0; l < b->nu; ++l) {
+            const mbk_spatial_vec S = ws->ucol[b->u0 + l].T;
+            double *row = dr + (size_t)(b->u0 + l) * (size_t)ld + (size_t)c0;
+            for (int k = 0; k < n; ++k) row[k] += scale * mbk_spatial_vec_dot(S, g[k]);
+        }
+    }
+}
+
+/* One joint's columns for an element: the forces' changes on each of its bodies (all
+   of the joint's columns), then up each body's path to Ground. */
 static void pair_joint(const mbk_matter *m, const mt_dws *ws, const int *lay, const mt_pair_jac *J, int j, double scale,
                        double *df_dq, int ldq, double *df_du, int ldu)
 {
     const mt_body *bj = &m->bodies[j];
     bool in[2];
     for (int c = 0; c < J->n; ++c) in[c] = J->body[c] > 0 && is_ancestor(m, j, J->body[c]);
-    const int nq = lay[2 * j + 1];
+    const int nq = df_dq ? lay[2 * j + 1] : 0, nu = df_du && J->has_D ? bj->nu : 0;
+    mbk_spatial_vec gq[2][MBK_MOBILIZER_MAX_Q], gu[2][MBK_MOBILIZER_MAX_U];
     /* an opposite pair's body 0 takes body 1's change negated (the same bits as its own
        negated matrices would give) */
     const int b0 = J->opposite ? 1 : 0;
-    for (int k = 0; df_dq && k < nq; ++k) {
-        const int col = lay[2 * j] + k;
-        const mt_dcol *c = &ws->qcol[col];
-        for (int b = b0; b < J->n; ++b) {
-            if (!b0 && J->body[b] <= 0) continue;
+    for (int b = b0; b < J->n; ++b) {
+        if (!b0 && J->body[b] <= 0) continue;
+        for (int k = 0; k < nq; ++k) {
+            const mt_dcol *c = &ws->qcol[lay[2 * j] + k];
             mbk_spatial_vec g = mbk_spatial_vec_zero();
             for (int e = 0; e < J->n; ++e) {
                 if (!in[e]) continue;
@@ -1070,20 +1074,20 @@ static void pair_joint(const mbk_matter *m, const mt_dws *ws, const int *lay, co
                     g = mbk_spatial_vec_add(g, mat6_mul(J->D[b][e], dV));
                 }
             }
-            if (b0) add_up(m, ws, J->body[0], mbk_spatial_vec_scale(g, -1.0), scale, df_dq, ldq, col);
-            add_up(m, ws, J->body[b], g, scale, df_dq, ldq, col);
+            gq[b][k] = g;
         }
-    }
-    for (int l = 0; df_du && J->has_D && l < bj->nu; ++l) {
-        const int col = bj->u0 + l;
-        for (int b = b0; b < J->n; ++b) {
-            if (!b0 && J->body[b] <= 0) continue;
+        for (int l = 0; l < nu; ++l) {
             mbk_spatial_vec g = mbk_spatial_vec_zero();
             for (int e = 0; e < J->n; ++e)
-                if (in[e]) g = mbk_spatial_vec_add(g, mat6_mul(J->D[b][e], ws->ucol[col].T));
-            if (b0) add_up(m, ws, J->body[0], mbk_spatial_vec_scale(g, -1.0), scale, df_du, ldu, col);
-            add_up(m, ws, J->body[b], g, scale, df_du, ldu, col);
+                if (in[e]) g = mbk_spatial_vec_add(g, mat6_mul(J->D[b][e], ws->ucol[bj->u0 + l].T));
+            gu[b][l] = g;
         }
+    }
+    for (int k = 0; b0 && k < nq; ++k) gq[0][k] = mbk_spatial_vec_scale(gq[1][k], -1.0);
+    for (int l = 0; b0 && l < nu; ++l) gu[0][l] = mbk_spatial_vec_scale(gu[1][l], -1.0);
+    for (int b = 0; b < J->n; ++b) {
+        if (nq) add_rows(m, ws, J->body[b], gq[b], nq, scale, df_dq, ldq, lay[2 * j]);
+        if (nu) add_rows(m, ws, J->body[b], gu[b], nu, scale, df_du, ldu, bj->u0);
     }
 }
 
