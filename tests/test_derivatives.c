@@ -1116,9 +1116,8 @@ static void build_floating_chain(model *md, const char *name, int n, int ball_ev
     finish_model(md);
 }
 
-/* A chain deep enough that M^-1 goes through the articulated-body solve column by
-   column instead of the sparse factor (kept only while it stays O(n)), with a Free
-   base and Ball joints along it. */
+/* A long chain with a Free base and Ball joints along it (M^-1 through the sparse
+   factor; test_deep_chain takes the articulated-body sweeps). */
 static void test_long_chain(void)
 {
     model md;
@@ -1212,6 +1211,84 @@ static void test_function_based_second_order(void)
     destroy_model(&md);
 }
 
+/* |M X + R| <= 1e-9 (|M| |X| + |R|) entry by entry (nu x n, M nu x nu): X = -M^-1 R to
+   round-off, whatever M's condition. Returns the largest ratio. */
+static double solve_residual(const double *M, const double *X, const double *R, int nu, int n)
+{
+    double worst = 0;
+    for (int i = 0; i < nu; ++i)
+        for (int j = 0; j < n; ++j) {
+            double sum = R[i * n + j], mag = fabs(R[i * n + j]);
+            for (int k = 0; k < nu; ++k) {
+                sum += M[i * nu + k] * X[k * n + j];
+                mag += fabs(M[i * nu + k] * X[k * n + j]);
+            }
+            worst = fmax(worst, fabs(sum) / (1e-9 * mag + 1e-300));
+        }
+    return worst;
+}
+
+/* A tree deep enough that the sparse factor would not stay O(n) (nl > 64 nu + 64:
+   matter.c), so M^-1 goes through the articulated-body sweeps a group of columns at a
+   time (and the last few columns one by one): a Free base, a chain of Pins with a Ball
+   every 7th body and short side branches (whose attachment points pass their sums
+   through memory). The accelerations' derivatives must satisfy M dudot/dx = -dr/dx at
+   the State's udot, with dr/dx the inverse-dynamics derivatives (checked against
+   differences by the other tests); a planted error in one entry must fail it. */
+static void test_deep_chain(void)
+{
+    enum { N_CHAIN = 140, N_SIDE = 4 };
+    mbk_system *sys = mbk_multibody_create("deep chain");
+    mbk_matter *m = mbk_multibody_upd_matter(sys);
+    mbk_forces *f = mbk_multibody_upd_forces(sys);
+    int quat[N_CHAIN + 3 * N_SIDE + 1] = {0}, nb = 1;
+    for (int i = 1; i <= N_CHAIN; ++i, ++nb) {
+        const int kind = i == 1 ? K_FREE : i % 7 == 0 ? K_BALL : K_PIN;
+        mbk_transform X_PF = mbk_transform_make(rrot(), mbk_vec3_make(0.3, 0.05, 0.0)), I = mbk_transform_identity();
+        mbk_mass_props mp = random_mass_props();
+        CHECK_INT(mbk_matter_add_body(m, i - 1, i == 1 ? &I : &X_PF, &mp, &I, make_mobilizer(kind)), i);
+        quat[i] = kind != K_PIN;
+    }
+    for (int side = 0; side < N_SIDE; ++side) /* three Pins hung from bodies 30, 60, ... */
+        for (int j = 0; j < 3; ++j, ++nb) {
+            mbk_transform X_PF = mbk_transform_make(rrot(), mbk_vec3_make(0.2, -0.05, 0.0)), I = mbk_transform_identity();
+            mbk_mass_props mp = random_mass_props();
+            CHECK_INT(mbk_matter_add_body(m, j == 0 ? 30 * (side + 1) : nb - 1, &X_PF, &mp, &I, make_mobilizer(K_PIN)),
+                      nb);
+        }
+    mbk_force_add_gravity(f, mbk_vec3_make(0, 0, -9.81));
+    mbk_state *s = test_instance_state(sys, m, 0);
+    const int nq = mbk_state_get_nq(s), nu = mbk_state_get_nu(s);
+    CHECK((long)nu * (nu - 1) / 2 > 64L * nu + 64); /* deeper than the sparse factor's limit */
+    double *q = mbk_state_upd_q(s), *u = mbk_state_upd_u(s);
+    for (int i = 0; i < nq; ++i) q[i] = 0.5 * rnd();
+    for (int b = 1; b < nb; ++b)
+        if (quat[b]) q[mbk_matter_get_body_q_start(m, s, b)] += 1.3;
+    for (int i = 0; i < nu; ++i) u[i] = 0.5 * rnd();
+    double *M = malloc((size_t)nu * nu * sizeof *M), *Xq = malloc((size_t)nu * nq * sizeof *Xq),
+           *Xu = malloc((size_t)nu * nu * sizeof *Xu), *Rq = malloc((size_t)nu * nq * sizeof *Rq),
+           *Ru = malloc((size_t)nu * nu * sizeof *Ru);
+    CHECK(M && Xq && Xu && Rq && Ru);
+    if (M && Xq && Xu && Rq && Ru) {
+        CHECK_INT(mbk_system_calc_acceleration_derivatives(sys, s, Xq, Xu), MBK_OK);
+        CHECK_INT(mbk_system_calc_residual_derivatives(sys, s, NULL, Rq, Ru), MBK_OK);
+        CHECK_INT(mbk_matter_calc_mass_matrix(m, s, M), MBK_OK);
+        const double eq = solve_residual(M, Xq, Rq, nu, nq), eu = solve_residual(M, Xu, Ru, nu, nu);
+        if (getenv("MBK_TEST_VERBOSE")) printf("  deep chain (nu = %d): |M X + R| / (1e-9 scale) q %.2g u %.2g\n", nu, eq, eu);
+        CHECK(eq <= 1.0);
+        CHECK(eu <= 1.0);
+        /* planted: one entry of a column off by a millionth of the column's largest */
+        const int j = nq / 2;
+        double big = 0;
+        for (int i = 0; i < nu; ++i) big = fmax(big, fabs(Xq[i * nq + j]));
+        Xq[(nu / 2) * nq + j] += 1e-6 * big;
+        CHECK(solve_residual(M, Xq, Rq, nu, nq) > 1.0);
+    }
+    free(M), free(Xq), free(Xu), free(Rq), free(Ru);
+    mbk_state_destroy(s);
+    mbk_system_destroy(sys);
+}
+
 int main(void)
 {
     test_function_based_second_order();
@@ -1229,6 +1306,7 @@ int main(void)
     test_mobilizer_derivatives();
     test_each_mobilizer();
     test_force_elements();
-    test_alignment_invariance(); /* last: its random numbers would move the others' */
+    test_alignment_invariance(); /* these two last: their random numbers would move the others' */
+    test_deep_chain();
     return mbk_test_finish();
 }

@@ -382,6 +382,16 @@ static int mt_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
            derivatives' work space: whichever is larger */
         [C_SCRATCH_MAT] = {MBK_STAGE_TOPOLOGY, MBK_STAGE_INFINITY, 0},
     };
+    /* the bodies whose tip-to-base sums arrive through memory, and each one's place */
+    mbk_free(m->fed);
+    m->fed = mbk_malloc(2 * (size_t)m->nb * sizeof *m->fed);
+    if (!m->fed) return MBK_ENOMEM;
+    m->fed_slot = m->fed + m->nb;
+    m->nfed = 0;
+    for (int i = 0; i < m->nb; ++i) {
+        m->fed_slot[i] = i > 0 && m->nodes[i].fed ? m->nfed : -1;
+        if (m->fed_slot[i] >= 0) m->fed[m->nfed++] = i;
+    }
     if (derivative_topology(m) < 0) return MBK_ENOMEM;
     size_t mass_bytes = (size_t)m->nb * sizeof(mt_inertia) + (size_t)(m->nu + 1) * sizeof(mbk_spatial_vec);
     size_t dws_bytes = mt_dws_bytes(m);
@@ -393,13 +403,6 @@ static int mt_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
                               : mbk_state_allocate_cache(s, k, (mbk_stage)spec[i].dep, (mbk_stage)spec[i].by, &t, NULL);
         if (m->cache[i] < 0) return -1;
     }
-    /* the bodies whose tip-to-base sums arrive through memory */
-    mbk_free(m->fed);
-    m->fed = mbk_malloc((size_t)m->nb * sizeof *m->fed);
-    if (!m->fed) return MBK_ENOMEM;
-    m->nfed = 0;
-    for (int i = 1; i < m->nb; ++i)
-        if (m->nodes[i].fed) m->fed[m->nfed++] = i;
     return m->con_hooks && m->con_hooks->topology(m, s) < 0 ? -1 : 0;
 }
 

@@ -42,6 +42,32 @@
 #define MT_HOT
 #endif
 
+/* GCC's and Clang's vector extension for the sweep's rows and the solve, unless built
+   with MBK_NO_VECTOR_EXTENSION (then plain loops: the same results, up to the sign of
+   zeros). */
+#if defined(__GNUC__) && !defined(MBK_NO_VECTOR_EXTENSION)
+#define MT_VEC8 1
+#else
+#define MT_VEC8 0
+#endif
+
+#if MT_VEC8
+/* Eight doubles as one vector (GCC's and Clang's vector extension: one 512-bit register
+   where the target has them, narrower ones otherwise), for the sweep's rows and the
+   solve: compilers keep a few of these in registers where they would not keep as many
+   scalars. mvec8: a lane mask of the same size (all bits or none). */
+typedef double dvec8 __attribute__((vector_size(64)));
+typedef long long mvec8 __attribute__((vector_size(64)));
+/* Only this file's static functions pass or return them, so no ABI crosses the file: GCC's
+   warning that such vectors are passed differently with and without AVX-512 (in portable
+   and sanitizer builds) does not apply. */
+#ifndef __clang__
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+#else
+typedef double dvec8; /* without the extension: one double, one column at a time */
+#endif
+
 /* ---- work space ----------------------------------------------------------- */
 
 /* What a setup leaves for the sweeps. */
@@ -70,7 +96,9 @@ enum { SOLVE_L1 = 40960 };
    columns, rows, dS, a shared region, the sparse factor and the solve's block. The
    shared region holds either the sweep's column arrays (qs, us: alive only inside
    mt_deriv_sweep) or the scratch spatial vectors and vectors (sp, vec: used before
-   the sweep by the numeric pieces and after it by the solve), never both at once. */
+   the sweep by the numeric pieces and after it by the solve), never both at once.
+   Without the sparse factor, its place holds the articulated-body solve's z and A
+   of the fed bodies for a group of columns (aba_columns). */
 static size_t dws_layout(const mbk_matter *m, size_t off[10], int *vlen)
 {
     size_t nb = (size_t)m->nb, nu = (size_t)m->nu + 1, nq = (size_t)m->nqmax + 1;
@@ -81,7 +109,8 @@ static size_t dws_layout(const mbk_matter *m, size_t off[10], int *vlen)
     const size_t sizes[9] = {sizeof(mt_dhdr), nb * sizeof(mt_dbody), nq * sizeof(mt_dcol), nu * sizeof(mt_ducol),
                              nu * sizeof(mt_drow), ((size_t)m->nds + 1) * sizeof(mbk_spatial_vec),
                              scratch > columns ? scratch : columns,
-                             m->ltdl ? (2 * (size_t)m->nl + nu) * sizeof(double) : 0,
+                             m->ltdl ? (2 * (size_t)m->nl + nu) * sizeof(double)
+                                     : 2 * (size_t)m->nfed * 6 * sizeof(dvec8),
                              m->ltdl ? ((size_t)m->nu * (size_t)block_width(m) + 8) * sizeof(double) : 0};
     size_t o = 0;
     for (int i = 0; i < 9; ++i) {
@@ -135,32 +164,6 @@ mt_dws mt_dws_of(const mbk_matter *m, const mbk_state *s)
     w.with_velocity = h->with_velocity != 0;
     return w;
 }
-
-/* GCC's and Clang's vector extension for the sweep's rows and the solve, unless built
-   with MBK_NO_VECTOR_EXTENSION (then plain loops: the same results, up to the sign of
-   zeros). */
-#if defined(__GNUC__) && !defined(MBK_NO_VECTOR_EXTENSION)
-#define MT_VEC8 1
-#else
-#define MT_VEC8 0
-#endif
-
-#if MT_VEC8
-/* Eight doubles as one vector (GCC's and Clang's vector extension: one 512-bit register
-   where the target has them, narrower ones otherwise), for the sweep's rows and the
-   solve: compilers keep a few of these in registers where they would not keep as many
-   scalars. mvec8: a lane mask of the same size (all bits or none). */
-typedef double dvec8 __attribute__((vector_size(64)));
-typedef long long mvec8 __attribute__((vector_size(64)));
-/* Only this file's static functions pass or return them, so no ABI crosses the file: GCC's
-   warning that such vectors are passed differently with and without AVX-512 (in portable
-   and sanitizer builds) does not apply. */
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
-#else
-typedef double dvec8; /* without the extension: one double, one column at a time */
-#endif
 
 /* ---- small spatial helpers ------------------------------------------------ */
 
@@ -1455,17 +1458,133 @@ MT_HOT int mt_deriv_solve_block(const mbk_matter *m, const mbk_state *s, double 
     return sum == sum ? MBK_OK : 1;
 }
 
+/* ---- M^-1 through the articulated-body sweeps, a group of columns at once ---------------- */
+
+/* Columns a group takes: the lanes of one vector. */
+enum { LANES = sizeof(dvec8) / sizeof(double) };
+
+/* A spatial vector of LANES columns: each component the columns' values. */
+typedef struct mt_sv8 {
+    dvec8 w[3], v[3];
+} mt_sv8;
+
+static inline dvec8 load8(const double *p)
+{
+    dvec8 x;
+    memcpy(&x, p, sizeof x);
+    return x;
+}
+
+static inline void store8(double *p, dvec8 x) { memcpy(p, &x, sizeof x); }
+
+/* h . x for a spatial vector h the same in every column. */
+static inline dvec8 dot8(const mbk_spatial_vec *h, const mt_sv8 *x)
+{
+    return h->w.x * x->w[0] + h->w.y * x->w[1] + h->w.z * x->w[2] + h->v.x * x->v[0] + h->v.y * x->v[1] +
+           h->v.z * x->v[2];
+}
+
+/* y += h e. */
+static inline void axpy8(mt_sv8 *y, const mbk_spatial_vec *h, dvec8 e)
+{
+    y->w[0] += h->w.x * e, y->w[1] += h->w.y * e, y->w[2] += h->w.z * e;
+    y->v[0] += h->v.x * e, y->v[1] += h->v.y * e, y->v[2] += h->v.z * e;
+}
+
+static inline void add8(mt_sv8 *y, const mt_sv8 *x)
+{
+    for (int k = 0; k < 3; ++k) y->w[k] += x->w[k], y->v[k] += x->v[k];
+}
+
+/* A force taken from a body's origin to its parent's, r from the parent's to the body's:
+   the moment gains r x f (mbk_spatial_shift_force by -r). */
+static inline void shift_force8(mt_sv8 *f, mbk_vec3 r)
+{
+    f->w[0] += r.y * f->v[2] - r.z * f->v[1];
+    f->w[1] += r.z * f->v[0] - r.x * f->v[2];
+    f->w[2] += r.x * f->v[1] - r.y * f->v[0];
+}
+
+/* A motion taken from the parent's origin to the body's: v gains w x r
+   (mbk_spatial_shift_motion). */
+static inline void shift_motion8(mt_sv8 *a, mbk_vec3 r)
+{
+    a->v[0] += a->w[1] * r.z - a->w[2] * r.y;
+    a->v[1] += a->w[2] * r.x - a->w[0] * r.z;
+    a->v[2] += a->w[0] * r.y - a->w[1] * r.x;
+}
+
+/* X <- scale M^-1 X for LANES columns of X (nu rows ld apart, in place): mt_aba_solve's
+   sweeps with mobility forces alone and every scalar a vector of the columns' values.
+   The rows hold eps = tau - H^T z between the sweeps; z and A of the fed bodies (those
+   a child reaches through memory rather than along a run) go to zm and am. M^-1 costs
+   O(n) per column this way, where the sparse factor would cost the depth. */
+MT_HOT static void aba_columns(const mbk_matter *m, const mbk_state *s, double *X, size_t ld, double scale, mt_sv8 *zm,
+                               mt_sv8 *am)
+{
+    const mt_pos *pos = mt_cache(m, s, C_POS);
+    const mbk_spatial_vec *H = mt_cache(m, s, C_H);
+    const mt_abi abi = mt_abi_of(m, s);
+    const mt_sv8 zero = {{splat(0.0), splat(0.0), splat(0.0)}, {splat(0.0), splat(0.0), splat(0.0)}};
+    for (int k = 0; k < m->nfed; ++k) zm[k] = zero;
+    /* tip to base: the articulated bias forces; along a run z stays in registers */
+    mt_sv8 carry = zero;
+    for (int i = m->nb - 1; i >= 1; --i) {
+        const mt_node *b = &m->nodes[i];
+        mt_sv8 zi = carry;
+        if (b->fed) add8(&zi, &zm[m->fed_slot[i]]);
+        mt_sv8 zp = zi;
+        shift_force8(&zp, pos[i].r_PB);
+        for (int j = 0; j < b->nu; ++j) { /* H^T G = 1: each eps from the same zi */
+            double *row = X + (size_t)(b->u0 + j) * ld;
+            const dvec8 eps = load8(row) - dot8(&H[b->u0 + j], &zi);
+            store8(row, eps);
+            axpy8(&zp, &abi.G[b->u0 + j], eps);
+        }
+        if (b->parent == i - 1) {
+            carry = zp;
+        } else {
+            if (b->parent > 0) add8(&zm[m->fed_slot[b->parent]], &zp); /* Ground's is unused */
+            carry = zero;
+        }
+    }
+    /* base to tip: the accelerations and udot = D^-1 eps - G^T A_parent */
+    mt_sv8 prev = zero;
+    for (int i = 1; i < m->nb; ++i) {
+        const mt_node *b = &m->nodes[i];
+        const mt_sv8 *AP = b->parent == i - 1 ? &prev : b->parent > 0 ? &am[m->fed_slot[b->parent]] : &zero;
+        mt_sv8 Ai = *AP;
+        shift_motion8(&Ai, pos[i].r_PB);
+        const double *Dinv = abi.Dinv + b->d0;
+        dvec8 e[MBK_MOBILIZER_MAX_U];
+        for (int j = 0; j < b->nu; ++j) e[j] = load8(X + (size_t)(b->u0 + j) * ld);
+        for (int r = 0; r < b->nu; ++r) {
+            dvec8 x = -dot8(&abi.G[b->u0 + r], AP);
+            for (int j = 0; j < b->nu; ++j) x += Dinv[r * b->nu + j] * e[j];
+            store8(X + (size_t)(b->u0 + r) * ld, scale * x);
+            axpy8(&Ai, &H[b->u0 + r], x);
+        }
+        if (b->fed) am[m->fed_slot[i]] = Ai;
+        prev = Ai;
+    }
+}
+
 int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1, double *X2,
                    int ld2, int n2)
 {
     mt_dws ws = mt_dws_of(m, s);
-    if (!m->ltdl) { /* column by column through the articulated-body sweeps */
+    if (!m->ltdl) { /* through the articulated-body sweeps: groups of columns, then column by column */
         double *x = ws.vec + (size_t)MT_V_VAL * (size_t)ws.vlen, *y = ws.vec + (size_t)MT_V_ACC * (size_t)ws.vlen;
         mbk_spatial_vec *A = ws.sp, *z = ws.sp + m->nb;
+        size_t off[10];
+        int vlen;
+        dws_layout(m, off, &vlen);
+        mt_sv8 *zm = (mt_sv8 *)((char *)mt_cache(m, s, C_SCRATCH_MAT) + off[7]), *am = zm + m->nfed;
         for (int which = 0; which < 2; ++which) {
             double *X = which ? X2 : X1;
-            const int ld = which ? ld2 : ld1, n = which ? n2 : n1;
-            for (int j = 0; X && j < n; ++j) {
+            const int ld = which ? ld2 : ld1, n = which ? n2 : n1, ngrouped = X ? n / LANES * LANES : 0;
+            for (int j = 0; j < ngrouped; j += LANES) aba_columns(m, s, X + j, (size_t)ld, scale, zm, am);
+            for (int j = ngrouped; X && j < n; ++j) {
                 for (int i = 0; i < m->nu; ++i) x[i] = X[(size_t)i * (size_t)ld + (size_t)j];
                 mt_aba_solve(m, s, x, NULL, false, A, z, y);
                 for (int i = 0; i < m->nu; ++i) X[(size_t)i * (size_t)ld + (size_t)j] = scale * y[i];

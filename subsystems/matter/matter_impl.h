@@ -137,6 +137,7 @@ struct mbk_matter {
     int nquat;             /* number of bodies whose mobilizer has a quaternion (mt_body.quat) */
     int *fed;              /* the bodies whose node says fed (their sums are zeroed before a sweep) */
     int nfed;              /* how many */
+    int *fed_slot;         /* per body: its place in fed (-1: not fed), after fed's nb entries */
     int euler_var;         /* discrete variable (Model): use Euler angles */
     int mass_var;          /* discrete variable (Instance): the State's mass properties (mt_mass_ref) */
     int *pre, *order, *size; /* preorder position of each body, the body at each position and its
