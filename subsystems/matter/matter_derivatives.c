@@ -1477,11 +1477,12 @@ static inline dvec8 load8(const double *p)
 
 static inline void store8(double *p, dvec8 x) { memcpy(p, &x, sizeof x); }
 
-/* h . x for a spatial vector h the same in every column. */
+/* h . x for a spatial vector h the same in every column, summed as two halves: the
+   sweeps are a chain from body to body, and this halves its length here. */
 static inline dvec8 dot8(const mbk_spatial_vec *h, const mt_sv8 *x)
 {
-    return h->w.x * x->w[0] + h->w.y * x->w[1] + h->w.z * x->w[2] + h->v.x * x->v[0] + h->v.y * x->v[1] +
-           h->v.z * x->v[2];
+    return (h->w.x * x->w[0] + h->w.y * x->w[1] + h->w.z * x->w[2]) +
+           (h->v.x * x->v[0] + h->v.y * x->v[1] + h->v.z * x->v[2]);
 }
 
 /* y += h e. */
