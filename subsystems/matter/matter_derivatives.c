@@ -121,32 +121,27 @@ static size_t dws_layout(const mbk_matter *m, size_t off[10], int *vlen)
     return o;
 }
 
-size_t mt_dws_bytes(const mbk_matter *m)
+size_t mt_dws_bytes(mbk_matter *m)
 {
-    size_t off[10];
-    int vlen;
-    return dws_layout(m, off, &vlen);
+    return dws_layout(m, m->dws_off, &m->dws_vlen);
 }
 
 /* The sparse factor's storage: D (nu), then L's rows, then L by columns; *block: the
    solve's block of nu rows of block_width (64-byte aligned). */
 static double *dws_factor(const mbk_matter *m, const mbk_state *s, double **block)
 {
-    size_t off[10];
-    int vlen;
-    dws_layout(m, off, &vlen);
     char *b = mt_cache(m, s, C_SCRATCH_MAT);
-    *block = (double *)(b + off[8]);
-    return (double *)(b + off[7]);
+    *block = (double *)(b + m->dws_off[8]);
+    return (double *)(b + m->dws_off[7]);
 }
 
 static mt_dhdr *dws_header(const mbk_matter *m, const mbk_state *s) { return mt_cache(m, s, C_SCRATCH_MAT); }
 
 mt_dws mt_dws_of(const mbk_matter *m, const mbk_state *s)
 {
-    size_t off[10];
+    const size_t *off = m->dws_off;
     mt_dws w;
-    dws_layout(m, off, &w.vlen);
+    w.vlen = m->dws_vlen;
     char *b = mt_cache(m, s, C_SCRATCH_MAT);
     w.body = (mt_dbody *)(b + off[1]);
     w.qcol = (mt_dcol *)(b + off[2]);
@@ -1577,10 +1572,7 @@ int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double
     if (!m->ltdl) { /* through the articulated-body sweeps: groups of columns, then column by column */
         double *x = ws.vec + (size_t)MT_V_VAL * (size_t)ws.vlen, *y = ws.vec + (size_t)MT_V_ACC * (size_t)ws.vlen;
         mbk_spatial_vec *A = ws.sp, *z = ws.sp + m->nb;
-        size_t off[10];
-        int vlen;
-        dws_layout(m, off, &vlen);
-        mt_sv8 *zm = (mt_sv8 *)((char *)mt_cache(m, s, C_SCRATCH_MAT) + off[7]), *am = zm + m->nfed;
+        mt_sv8 *zm = (mt_sv8 *)((char *)mt_cache(m, s, C_SCRATCH_MAT) + m->dws_off[7]), *am = zm + m->nfed;
         for (int which = 0; which < 2; ++which) {
             double *X = which ? X2 : X1;
             const int ld = which ? ld2 : ld1, n = which ? n2 : n1, ngrouped = X ? n / LANES * LANES : 0;

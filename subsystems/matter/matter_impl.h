@@ -152,6 +152,8 @@ struct mbk_matter {
                               below it (ldrow) */
     int *lcol;             /* per entry of L (by rows): where it sits by columns */
     bool ltdl;             /* factor M sparsely for the derivatives' M^-1 (nl small enough) */
+    size_t dws_off[10];    /* byte offsets of the derivatives' work space sections, and its size */
+    int dws_vlen;          /* the length of its vectors (mt_dws.vlen) */
     const mt_constraint_hooks *con_hooks; /* installed by the constraint code; NULL: none */
     void *con;             /* the constraint code's data (its ct_set), owned through con_hooks */
     int cache[NUM_CACHE];  /* cache entry indices (allocated at Topology) */
@@ -277,7 +279,7 @@ double *mt_deriv_block(const mbk_matter *m, const mbk_state *s, int n, int *ld);
 int mt_deriv_solve_block(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1,
                          double *X2, int ld2, int n2);
 /* Byte size of the derivative work space. */
-size_t mt_dws_bytes(const mbk_matter *m);
+size_t mt_dws_bytes(mbk_matter *m);
 
 /* ------------------------------------------------------------------ */
 /* Cache access                                                         */
