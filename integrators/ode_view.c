@@ -113,8 +113,8 @@ int mbk_system_calc_ydot_jacobian(const mbk_system *sys, mbk_state *s, double *J
     if (!info.multibody) return mbk_system_calc_ydot_jacobian_fd(sys, s, J);
     const int ny = mbk_state_get_ny(s), nq = mbk_state_get_nq(s), nu = mbk_state_get_nu(s), nz = ny - nq - nu;
     if (ny == 0) return MBK_OK;
-    for (int i = 0; i < ny * ny; ++i) J[i] = 0.0;
-    /* q rows: d(N u)/dq and N; u rows: the acceleration derivatives */
+    /* q rows: d(N u)/dq and N; u rows: the acceleration derivatives (each writes every
+       entry of its blocks; the z rows and columns below write theirs) */
     const mbk_matter *m = mbk_multibody_get_matter(sys);
     if ((rc = mbk_matter_calc_qdot_derivatives(m, s, J, ny, J + nq, ny)) < 0 ||
         (rc = mbk_system_calc_acceleration_derivatives_ld(sys, s, J + nq * ny, ny, J + nq * ny + nq, ny)) < 0)

@@ -668,6 +668,7 @@ static void check_ydot_jacobian(model *md, double *worst)
 {
     int ny = mbk_state_get_ny(md->s);
     static double A[(MAX_Q + MAX_U + 8) * (MAX_Q + MAX_U + 8)], B[(MAX_Q + MAX_U + 8) * (MAX_Q + MAX_U + 8)];
+    for (int i = 0; i < ny * ny; ++i) A[i] = 1e300; /* every entry must be written */
     CHECK_INT(mbk_system_calc_ydot_jacobian(md->sys, md->s, A), MBK_OK);
     fd_ydot_jacobian(md, B);
     *worst = fmax(*worst, rel_err(A, B, ny * ny));
