@@ -11,6 +11,10 @@
    Allocates its work space here, nothing per setup or solve. */
 SUNLinearSolver sd_lapack_dense_solver(int n, int nq, SUNContext ctx);
 
+/* Whether the last setup factored the Schur complement S as a band matrix, and S's
+   bandwidths below (kl) and above (ku) the diagonal then. */
+int sd_lapack_schur_bands(SUNLinearSolver S, int *kl, int *ku);
+
 /* An n x n SUNDIALS dense matrix (SUNDenseMatrix) whose zero, copy and scale-add-identity
    operations (and its clones') run over the contiguous storage; NULL when out of memory. */
 SUNMatrix sd_dense_matrix(int n, SUNContext ctx);

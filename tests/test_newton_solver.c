@@ -2,7 +2,8 @@
  * statically: it is internal) against the plain dense system it solves: on matrices with
  * the structure of I - gamma J for y = [q; u; z] (small q blocks, A12 beside each block),
  * with large q blocks (factored whole), with no q, with a singular q block or Schur
- * complement (a recoverable failure); and the dense-matrix and vector operations it gives
+ * complement (a recoverable failure), with a banded Schur complement (factored as a band
+ * matrix); and the dense-matrix and vector operations it gives
  * SUNDIALS (integrators/sundials_vector.c) against SUNDIALS' own. */
 #include <math.h>
 #include <string.h>
@@ -111,6 +112,62 @@ static void test_solves(SUNContext ctx)
     }
 }
 
+/* A chain's Newton matrix: q row i (a 1 x 1 block) coupled to u column i, u row i to
+   q and u columns i - 2 .. i + 2: the Schur complement is banded (kl = ku = 2), and the
+   solver factors it as a band matrix (a dense one has the same solution); a matrix with
+   dense u rows is factored dense. */
+static void test_banded(SUNContext ctx)
+{
+    enum { NQ = 40, N = 2 * NQ };
+    unsigned long long rng = 11;
+    static double a[N * N];
+    memset(a, 0, sizeof a);
+    for (int i = 0; i < NQ; ++i) {
+        a[i * N + i] = 1.0 + 0.1 * test_rand_uniform(&rng);        /* A11: diagonal */
+        a[(NQ + i) * N + i] = -0.05 * (1.0 + test_rand_uniform(&rng)); /* A12: q_i <- u_i */
+        for (int j = i - 2; j <= i + 2; ++j) {
+            if (j < 0 || j >= NQ) continue;
+            a[j * N + NQ + i] = 0.3 * test_rand_uniform(&rng);                             /* A21 */
+            a[(NQ + j) * N + NQ + i] = (i == j ? 4.0 : 0.0) + 0.5 * test_rand_uniform(&rng); /* A22 */
+        }
+    }
+    SUNMatrix A = sd_dense_matrix(N, ctx);
+    SUNLinearSolver LS = sd_lapack_dense_solver(N, NQ, ctx);
+    N_Vector x = N_VNew_Serial(N, ctx), b = N_VNew_Serial(N, ctx);
+    CHECK(A && LS && x && b);
+    memcpy(SM_DATA_D(A), a, sizeof a);
+    CHECK_INT(SUNLinSolSetup(LS, A), SUNLS_SUCCESS);
+    int kl = -1, ku = -1;
+    CHECK(sd_lapack_schur_bands(LS, &kl, &ku) == 1);
+    CHECK(kl == 2 && ku == 2);
+    for (int k = 0; k < 2; ++k) {
+        for (int i = 0; i < N; ++i) NV_Ith_S(b, i) = test_rand_uniform(&rng);
+        CHECK_INT(SUNLinSolSolve(LS, A, x, b, 0.0), SUNLS_SUCCESS);
+        CHECK(residual(a, N, NV_DATA_S(x), NV_DATA_S(b)) < 1e-13);
+    }
+    a[(NQ + 5) * N + NQ + 7] += 1e-6; /* the check can fail: an A22 entry in the band, off */
+    CHECK(residual(a, N, NV_DATA_S(x), NV_DATA_S(b)) > 1e-9);
+    /* a u row of zeros: the banded S is singular, a recoverable failure */
+    for (int j = 0; j < N; ++j) a[j * N + NQ + 10] = 0.0;
+    memcpy(SM_DATA_D(A), a, sizeof a);
+    CHECK(SUNLinSolSetup(LS, A) > 0);
+    /* dense u rows: factored dense */
+    const int mixed[] = {4, 1, 1, 1, 4, 1, 1};
+    make_matrix(a, 30, 13, mixed, 7, &rng);
+    SUNLinearSolver LS2 = sd_lapack_dense_solver(30, 13, ctx);
+    SUNMatrix A2 = sd_dense_matrix(30, ctx);
+    CHECK(LS2 && A2);
+    memcpy(SM_DATA_D(A2), a, 30 * 30 * sizeof(double));
+    CHECK_INT(SUNLinSolSetup(LS2, A2), SUNLS_SUCCESS);
+    CHECK(sd_lapack_schur_bands(LS2, &kl, &ku) == 0);
+    SUNLinSolFree(LS2);
+    SUNMatDestroy(A2);
+    N_VDestroy(x);
+    N_VDestroy(b);
+    SUNLinSolFree(LS);
+    SUNMatDestroy(A);
+}
+
 /* A singular q block or Schur complement is SUNDIALS' recoverable "LU failed" (it cuts the
    step), not a crash or an unrecoverable error. */
 static void test_singular(SUNContext ctx)
@@ -192,6 +249,7 @@ int main(void)
     if (SUNContext_Create(NULL, &ctx) != 0) return 1;
     test_solves(ctx);
     test_singular(ctx);
+    test_banded(ctx);
     test_matrix_ops(ctx);
     test_vector_ops(ctx);
     SUNContext_Free(&ctx);
