@@ -1533,7 +1533,10 @@ MT_HOT static void aba_columns(const mbk_matter *m, const mbk_state *s, double *
         shift_force8(&zp, pos[i].r_PB);
         for (int j = 0; j < b->nu; ++j) { /* H^T G = 1: each eps from the same zi */
             double *row = X + (size_t)(b->u0 + j) * ld;
-            const dvec8 eps = load8(row) - dot8(&H[b->u0 + j], &zi);
+            const mbk_spatial_vec *h = &H[b->u0 + j];
+            /* a spin's H is (a, 0): only the moment counts */
+            const dvec8 Hz = b->spin ? (h->w.x * zi.w[0] + h->w.y * zi.w[1]) + h->w.z * zi.w[2] : dot8(h, &zi);
+            const dvec8 eps = load8(row) - Hz;
             store8(row, eps);
             axpy8(&zp, &abi.G[b->u0 + j], eps);
         }
@@ -1558,7 +1561,12 @@ MT_HOT static void aba_columns(const mbk_matter *m, const mbk_state *s, double *
             dvec8 x = -dot8(&abi.G[b->u0 + r], AP);
             for (int j = 0; j < b->nu; ++j) x += Dinv[r * b->nu + j] * e[j];
             store8(X + (size_t)(b->u0 + r) * ld, scale * x);
-            axpy8(&Ai, &H[b->u0 + r], x);
+            if (b->spin) {
+                const mbk_vec3 a = H[b->u0 + r].w;
+                Ai.w[0] += a.x * x, Ai.w[1] += a.y * x, Ai.w[2] += a.z * x;
+            } else {
+                axpy8(&Ai, &H[b->u0 + r], x);
+            }
         }
         if (b->fed) am[m->fed_slot[i]] = Ai;
         prev = Ai;
