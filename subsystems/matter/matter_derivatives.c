@@ -73,6 +73,11 @@ typedef double dvec8; /* without the extension: one double, one column at a time
    4.4 with 16). */
 enum { LANES = sizeof(dvec8) / sizeof(double), ABA_GROUPS = 8 };
 
+/* A spatial vector of LANES columns: each component the columns' values. */
+typedef struct mt_sv8 {
+    dvec8 w[3], v[3];
+} mt_sv8;
+
 /* ---- work space ----------------------------------------------------------- */
 
 /* What a setup leaves for the sweeps. */
@@ -115,7 +120,7 @@ static size_t dws_layout(const mbk_matter *m, size_t off[10], int *vlen)
                              nu * sizeof(mt_drow), ((size_t)m->nds + 1) * sizeof(mbk_spatial_vec),
                              scratch > columns ? scratch : columns,
                              m->ltdl ? (2 * (size_t)m->nl + nu) * sizeof(double)
-                                     : 2 * (size_t)m->nfed * 6 * ABA_GROUPS * sizeof(dvec8),
+                                     : 2 * (size_t)m->nfed * ABA_GROUPS * sizeof(mt_sv8),
                              m->ltdl ? ((size_t)m->nu * (size_t)block_width(m) + 8) * sizeof(double) : 0};
     size_t o = 0;
     for (int i = 0; i < 9; ++i) {
@@ -138,6 +143,13 @@ static double *dws_factor(const mbk_matter *m, const mbk_state *s, double **bloc
     char *b = mt_cache(m, s, C_SCRATCH_MAT);
     *block = (double *)(b + m->dws_off[8]);
     return (double *)(b + m->dws_off[7]);
+}
+
+/* Without the sparse factor, its place: the articulated-body solve's z of the fed bodies
+   (ABA_GROUPS each), then their A. */
+static mt_sv8 *dws_aba(const mbk_matter *m, const mbk_state *s)
+{
+    return (mt_sv8 *)((char *)mt_cache(m, s, C_SCRATCH_MAT) + m->dws_off[7]);
 }
 
 static mt_dhdr *dws_header(const mbk_matter *m, const mbk_state *s) { return mt_cache(m, s, C_SCRATCH_MAT); }
@@ -1065,7 +1077,7 @@ static void pair_joint(const mbk_matter *m, const mt_dws *ws, const int *lay, co
        negated matrices would give) */
     const int b0 = J->opposite ? 1 : 0;
     for (int b = b0; b < J->n; ++b) {
-        if (!b0 && J->body[b] <= 0) continue;
+        if (!b0 && J->body[b] <= 0) continue; /* Ground: add_rows below reads nothing for it */
         for (int k = 0; k < nq; ++k) {
             const mt_dcol *c = &ws->qcol[lay[2 * j] + k];
             mbk_spatial_vec g = mbk_spatial_vec_zero();
@@ -1460,12 +1472,6 @@ MT_HOT int mt_deriv_solve_block(const mbk_matter *m, const mbk_state *s, double 
 
 /* ---- M^-1 through the articulated-body sweeps, a group of columns at once ---------------- */
 
-
-/* A spatial vector of LANES columns: each component the columns' values. */
-typedef struct mt_sv8 {
-    dvec8 w[3], v[3];
-} mt_sv8;
-
 static inline dvec8 load8(const double *p)
 {
     dvec8 x;
@@ -1475,19 +1481,21 @@ static inline dvec8 load8(const double *p)
 
 static inline void store8(double *p, dvec8 x) { memcpy(p, &x, sizeof x); }
 
+/* a . x for a 3-vector a the same in every column. */
+static inline dvec8 dot3x8(mbk_vec3 a, const dvec8 x[3]) { return (a.x * x[0] + a.y * x[1]) + a.z * x[2]; }
+
 /* h . x for a spatial vector h the same in every column, summed as two halves: the
    sweeps are a chain from body to body, and this halves its length here. */
-static inline dvec8 dot8(const mbk_spatial_vec *h, const mt_sv8 *x)
-{
-    return (h->w.x * x->w[0] + h->w.y * x->w[1] + h->w.z * x->w[2]) +
-           (h->v.x * x->v[0] + h->v.y * x->v[1] + h->v.z * x->v[2]);
-}
+static inline dvec8 dot8(const mbk_spatial_vec *h, const mt_sv8 *x) { return dot3x8(h->w, x->w) + dot3x8(h->v, x->v); }
+
+/* y += a e for a 3-vector a the same in every column. */
+static inline void axpy3x8(dvec8 y[3], mbk_vec3 a, dvec8 e) { y[0] += a.x * e, y[1] += a.y * e, y[2] += a.z * e; }
 
 /* y += h e. */
 static inline void axpy8(mt_sv8 *y, const mbk_spatial_vec *h, dvec8 e)
 {
-    y->w[0] += h->w.x * e, y->w[1] += h->w.y * e, y->w[2] += h->w.z * e;
-    y->v[0] += h->v.x * e, y->v[1] += h->v.y * e, y->v[2] += h->v.z * e;
+    axpy3x8(y->w, h->w, e);
+    axpy3x8(y->v, h->v, e);
 }
 
 static inline void add8(mt_sv8 *y, const mt_sv8 *x)
@@ -1543,7 +1551,7 @@ MT_HOT static void aba_columns(const mbk_matter *m, const mbk_state *s, double *
                 double *row = X + (size_t)(b->u0 + j) * ld + (size_t)(LANES * g);
                 const mbk_spatial_vec *h = &H[b->u0 + j];
                 /* a spin's H is (a, 0): only the moment counts */
-                const dvec8 Hz = b->spin ? (h->w.x * zi.w[0] + h->w.y * zi.w[1]) + h->w.z * zi.w[2] : dot8(h, &zi);
+                const dvec8 Hz = b->spin ? dot3x8(h->w, zi.w) : dot8(h, &zi);
                 const dvec8 eps = load8(row) - Hz;
                 store8(row, eps);
                 axpy8(&zp, &abi.G[b->u0 + j], eps);
@@ -1573,12 +1581,8 @@ MT_HOT static void aba_columns(const mbk_matter *m, const mbk_state *s, double *
                 dvec8 x = -dot8(&abi.G[b->u0 + q], AP);
                 for (int j = 0; j < b->nu; ++j) x += Dinv[q * b->nu + j] * e[j];
                 store8(X0 + (size_t)(b->u0 + q) * ld, scale * x);
-                if (b->spin) {
-                    const mbk_vec3 a = H[b->u0 + q].w;
-                    Ai.w[0] += a.x * x, Ai.w[1] += a.y * x, Ai.w[2] += a.z * x;
-                } else {
-                    axpy8(&Ai, &H[b->u0 + q], x);
-                }
+                if (b->spin) axpy3x8(Ai.w, H[b->u0 + q].w, x);
+                else axpy8(&Ai, &H[b->u0 + q], x);
             }
             if (b->fed) am[m->fed_slot[i] * ng + g] = Ai;
             prev[g] = Ai;
@@ -1593,7 +1597,7 @@ int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double
     if (!m->ltdl) { /* through the articulated-body sweeps: groups of columns, then column by column */
         double *x = ws.vec + (size_t)MT_V_VAL * (size_t)ws.vlen, *y = ws.vec + (size_t)MT_V_ACC * (size_t)ws.vlen;
         mbk_spatial_vec *A = ws.sp, *z = ws.sp + m->nb;
-        mt_sv8 *zm = (mt_sv8 *)((char *)mt_cache(m, s, C_SCRATCH_MAT) + m->dws_off[7]), *am = zm + m->nfed;
+        mt_sv8 *zm = dws_aba(m, s), *am = zm + (size_t)m->nfed * ABA_GROUPS;
         for (int which = 0; which < 2; ++which) {
             double *X = which ? X2 : X1;
             const int ld = which ? ld2 : ld1, n = which ? n2 : n1, ngrouped = X ? n / LANES * LANES : 0;

@@ -263,9 +263,10 @@ void mt_deriv_add_pair(const mbk_matter *m, const mbk_state *s, const mt_pair_ja
    of X2 (ld2), either may be NULL: the sparse L^T D L factor of M read off the
    articulated-body inertias (the State is at Acceleration) and applied row by row (or,
    for deep trees whose factor would be too big to keep in the State, the
-   articulated-body sweeps, eight columns at a time). Wide arrays are solved in place from their
-   first 32-byte-aligned column, the few columns around in the work space; the bits do
-   not depend on where the arrays sit. 0 or a negative status. */
+   articulated-body sweeps on up to eight groups of eight columns at a time). Wide arrays
+   are solved in place from their first 32-byte-aligned column, the few columns around in
+   the work space; the bits do not depend on where the arrays sit. 0 or a negative
+   status. */
 int mt_deriv_solve(const mbk_matter *m, const mbk_state *s, double scale, double *X1, int ld1, int n1, double *X2,
                     int ld2, int n2);
 /* The work space's block for mt_deriv_solve_block: nu rows of n columns, *ld apart,
