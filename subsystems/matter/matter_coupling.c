@@ -5,9 +5,11 @@
  * for N^+; both NULL means the identity, qdot = u), evaluated at the
  * normalized q of the Position cache, so N u is exactly the qdot that
  * realizing Velocity computes. The transposes build the body's block from
- * unit vectors (at most 7 x 6) and apply it transposed. No allocation. */
+ * unit vectors (at most 7 x 6) and apply it transposed. No allocation.
+ * N's derivatives (d(N u)/dq, N itself) come last, for the ydot Jacobian. */
 #include <string.h>
 
+#include "mbk/derivatives.h"
 #include "mbk/external.h"
 #include "mbk/status.h"
 #include "matter_impl.h"
@@ -96,4 +98,50 @@ int mbk_matter_get_subsystem_index(const mbk_matter *m)
 {
     if (!m) return mbk_set_error(MBK_EINVAL, "mbk_matter_get_subsystem_index: matter is NULL");
     return m->sub;
+}
+
+/* ---- qdot = N(q) u ----------------------------------------------------------------- */
+
+int mbk_matter_calc_qdot_derivatives(const mbk_matter *m, const mbk_state *s, double *dqdot_dq, int ldq,
+                                     double *dqdot_du, int ldu)
+{
+    const char *fn = "mbk_matter_calc_qdot_derivatives";
+    int rc = mt_need(m, s, dqdot_dq ? MBK_STAGE_VELOCITY : MBK_STAGE_POSITION, fn);
+    if (rc < 0) return rc;
+    const int *lay = qlayout(m, s);
+    const bool euler = layout_euler(m, lay);
+    const int nq = mbk_state_get_subsystem_nq(s, m->sub);
+    if ((dqdot_dq && ldq < nq) || (dqdot_du && ldu < m->nu))
+        return mbk_set_error(MBK_EINVAL, "%s: row strides %d and %d are below nq = %d and nu = %d", fn, ldq, ldu, nq,
+                             m->nu);
+    const double *q = mbk_state_get_subsystem_q(s, m->sub), *u = mbk_state_get_subsystem_u(s, m->sub);
+    const double *qn = mt_cache(m, s, C_QN);
+    for (int i = 0; i < nq; ++i) {
+        if (dqdot_dq) memset(dqdot_dq + (size_t)i * (size_t)ldq, 0, (size_t)nq * sizeof(double));
+        if (dqdot_du) memset(dqdot_du + (size_t)i * (size_t)ldu, 0, (size_t)m->nu * sizeof(double));
+    }
+    for (int b = 1; b < m->nb; ++b) {
+        const mt_body *bd = &m->bodies[b];
+        const mbk_mobilizer_ops *o = bd->mob.ops;
+        const int q0 = lay[2 * b], nqb = lay[2 * b + 1], nu = bd->nu;
+        if (bd->pin || !o->calc_qdot) { /* qdot = u */
+            for (int k = 0; dqdot_du && k < nqb; ++k) dqdot_du[(size_t)(q0 + k) * (size_t)ldu + (size_t)(bd->u0 + k)] = 1.0;
+            continue;
+        }
+        if (dqdot_du) /* N's columns: N u is linear in u */
+            for (int l = 0; l < nu; ++l) {
+                double e[MBK_MOBILIZER_MAX_U] = {0}, col[MBK_MOBILIZER_MAX_Q];
+                e[l] = 1.0;
+                o->calc_qdot(bd->mob.impl, euler, qn + q0, e, col);
+                for (int k = 0; k < nqb; ++k) dqdot_du[(size_t)(q0 + k) * (size_t)ldu + (size_t)(bd->u0 + l)] = col[k];
+            }
+        if (dqdot_dq) {
+            mbk_mobilizer_derivatives d;
+            if ((rc = mbk_mobilizer_calc_derivatives(&bd->mob, euler, q + q0, u + bd->u0, &d)) < 0)
+                return mbk_set_error(rc, "%s: body %d: %s", fn, b, mbk_last_error());
+            for (int i = 0; i < nqb; ++i)
+                for (int k = 0; k < nqb; ++k) dqdot_dq[(size_t)(q0 + i) * (size_t)ldq + (size_t)(q0 + k)] = d.dqdot_dq[i][k];
+        }
+    }
+    return MBK_OK;
 }

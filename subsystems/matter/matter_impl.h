@@ -160,7 +160,7 @@ struct mbk_matter {
 };
 
 /* ------------------------------------------------------------------ */
-/* Derivatives (matter_derivatives.c)                                   */
+/* Derivatives (matter_deriv*.c; matter_deriv.h lists them)            */
 /* ------------------------------------------------------------------ */
 
 /* Everything below is in Ground, at Ground's origin (Pluecker coordinates), where

@@ -1,5 +1,5 @@
 /* The derivatives of a multibody System's dynamics (mbk/derivatives.h): the
- * matter sweeps (subsystems/matter/matter_derivatives.c) and the force
+ * matter sweeps (subsystems/matter/matter_deriv_*.c) and the force
  * elements' Jacobians (subsystems/forces/force_jacobians.c) put together,
  * the numeric pieces (custom elements without Jacobians, forces of other
  * subsystems, the constraints' part of udot) by central differences on the
