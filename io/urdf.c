@@ -798,10 +798,10 @@ static int check_robot(ur_ctx *c, const name_ix *lix, const name_ix *jix, int *r
 /* ------------------------------------------------------------------ */
 
 typedef struct urdf_info {
-    char *pool;
-    int nb;
-    size_t robot;
-    size_t *link_name, *joint_name; /* per body */
+    char *pool;                     /* the names, each NUL-terminated (the parser's pool) */
+    int nb;                         /* bodies, Ground included */
+    size_t robot;                   /* the robot's name: offset into pool */
+    size_t *link_name, *joint_name; /* per body: offsets into pool (0: "", none) */
     unsigned char *type;            /* per body: J_*, or J_NTYPES for Ground */
     double *limits;                 /* per body: lower, upper (lower >= upper: none) */
     char *warning_text;             /* the warnings, each NUL-terminated, in file order */
@@ -1025,212 +1025,251 @@ static int dfs_order(ur_ctx *c, int root, int *order, int *count)
     return 0;
 }
 
-static int build(ur_ctx *c, int root, mbk_system **out)
+/* A link the depth-first order did not reach sits on a cycle: walk its parents
+   until inside the cycle and say where it is. */
+static int fail_cycle(ur_ctx *c, int root, const int *order, int count)
 {
-    const mbk_urdf_options *o = c->o;
+    const int nl = c->nlinks;
+    char *seen = mbk_calloc((size_t)nl, 1);
+    if (!seen) return fail(c, MBK_ENOMEM, 0, NULL, "out of memory");
+    for (int i = 0; i < count; ++i) seen[order[i]] = 1;
+    int k = 0;
+    while (seen[k]) ++k;
+    for (int steps = 0; steps < nl; ++steps) k = c->joints[c->links[k].parent_joint].parent_link;
+    mbk_free(seen);
+    const ur_joint *j = &c->joints[c->links[k].parent_joint];
     where_buf w;
-    int nl = c->nlinks;
-    int *order = mbk_malloc((size_t)nl * sizeof *order), *body = mbk_malloc((size_t)nl * sizeof *body);
-    urdf_info *info = mbk_calloc(1, sizeof *info);
-    ur_bodies bodies = {NULL, NULL};
-    mbk_system *sys = NULL;
-    int count = 0;
-    if (!order || !body || !info) {
-        fail(c, MBK_ENOMEM, 0, NULL, "out of memory");
-        goto done;
-    }
-    if (dfs_order(c, root, order, &count)) goto done;
-    if (count != nl) {
-        /* a link not reached from the root sits on a cycle: walk its parents */
-        char *seen = mbk_calloc((size_t)nl, 1);
-        if (!seen) {
-            fail(c, MBK_ENOMEM, 0, NULL, "out of memory");
-            goto done;
-        }
-        for (int i = 0; i < count; ++i) seen[order[i]] = 1;
-        int k = 0;
-        while (seen[k]) ++k;
-        for (int steps = 0; steps < nl; ++steps) k = c->joints[c->links[k].parent_joint].parent_link;
-        const ur_joint *j = &c->joints[c->links[k].parent_joint];
-        mbk_free(seen);
-        fail(c, MBK_EPARSE, j->line, where_elem(&w, "joint", str(c, j->name)),
-             "the joints form a cycle through link '%.200s' (not connected to root link '%.200s'); a URDF "
-             "robot is a tree", str(c, c->links[k].name), str(c, c->links[root].name));
-        goto done;
-    }
-    bool world = strcmp(str(c, c->links[root].name), "world") == 0;
-    if (world && c->links[root].inertial_line)
-        ur_warn(c, c->links[root].inertial_line, "<link name=\"world\">",
+    return fail(c, MBK_EPARSE, j->line, where_elem(&w, "joint", str(c, j->name)),
+                "the joints form a cycle through link '%.200s' (not connected to root link '%.200s'); a URDF "
+                "robot is a tree", str(c, c->links[k].name), str(c, c->links[root].name));
+}
+
+/* A root link named 'world' is Ground: what it carries or asks for that has no effect. */
+static void warn_world_root(ur_ctx *c, const ur_link *root)
+{
+    if (root->inertial_line)
+        ur_warn(c, root->inertial_line, "<link name=\"world\">",
                 "the <inertial> of link 'world' is ignored: 'world' is Ground");
-    if (world && o->floating_base)
-        ur_warn(c, c->links[root].line, "<link name=\"world\">",
+    if (c->o->floating_base)
+        ur_warn(c, root->line, "<link name=\"world\">",
                 "options.floating_base has no effect: the root link 'world' is Ground, and the robot is mounted "
                 "by the joints from it");
-    if (ur_judge_bodies(c, order, world, &bodies)) goto done;
+}
 
-    sys = mbk_multibody_create(c->robot_name ? str(c, c->robot_name) : "urdf");
-    if (!sys) {
-        lib_fail(c, 0, NULL, "creating the System");
-        goto done;
+/* How a link's body is mounted: its mobilizer, frames and parent body. */
+typedef struct ur_mount {
+    mbk_mobilizer mob;    /* the joint's mobilizer (the root's: Free or Weld by the options) */
+    mbk_transform X_PF;   /* F in the parent body's frame */
+    mbk_transform X_BM;   /* M in the body's (the link's) frame */
+    int parent;           /* the parent body */
+    int type;             /* J_*: the joint's type */
+} ur_mount;
+
+/* The mount of link l (the root when j is NULL): the mobilizer's axis turned onto
+   the joint's axis on both sides, so that B is the child link's frame. */
+static ur_mount link_mount(const ur_ctx *c, const ur_joint *j, const int *body)
+{
+    const mbk_vec3 ex = mbk_vec3_make(1, 0, 0), ey = mbk_vec3_make(0, 1, 0), ez = mbk_vec3_make(0, 0, 1);
+    ur_mount mt = {mbk_mobilizer_weld(), mbk_transform_identity(), mbk_transform_identity(), 0, J_FIXED};
+    if (!j) {
+        if (c->o->floating_base) mt.mob = mbk_mobilizer_free(), mt.type = J_FLOATING;
+        return mt;
     }
-    mbk_matter *m = mbk_multibody_upd_matter(sys);
-    mbk_forces *f = mbk_multibody_upd_forces(sys);
-    int nb = nl + (world ? 0 : 1);
+    mt.type = j->type;
+    mt.parent = body[j->parent_link];
+    mt.X_PF = origin_transform(&j->origin);
+    const mbk_vec3 a = mbk_vec3_make(j->axis[0], j->axis[1], j->axis[2]);
+    mbk_mat33 R = mbk_mat33_identity();
+    switch (j->type) {
+    case J_REVOLUTE:
+    case J_CONTINUOUS: mt.mob = mbk_mobilizer_pin(), R = rotation_onto(ez, a, ex); break;
+    case J_PRISMATIC: mt.mob = mbk_mobilizer_slider(), R = rotation_onto(ex, a, ey); break;
+    case J_PLANAR: mt.mob = mbk_mobilizer_planar(), R = rotation_onto(ez, a, ex); break;
+    case J_FLOATING: mt.mob = mbk_mobilizer_free(); break;
+    default: break;
+    }
+    mt.X_PF.R = mbk_mat33_mul(mt.X_PF.R, R);
+    mt.X_BM.R = R;
+    return mt;
+}
+
+/* Link l's body (j its joint, NULL for the root) into matter, named, and into info;
+   body[li] gets its index. */
+static int add_link_body(ur_ctx *c, mbk_matter *m, int li, const ur_joint *j, const mbk_mass_props *mp, int *body,
+                         urdf_info *info)
+{
+    const ur_link *l = &c->links[li];
+    where_buf wlb, wjb;
+    const char *wl = where_elem(&wlb, "link", str(c, l->name));
+    const ur_mount mt = link_mount(c, j, body);
+    /* a body whose inertia breaks the triangle inequality (judged usable) goes in as it is */
+    int b = mbk_mass_props_is_valid(*mp) ? mbk_matter_add_body(m, mt.parent, &mt.X_PF, mp, &mt.X_BM, mt.mob)
+                                         : mbk_matter_add_body_unrealizable(m, mt.parent, &mt.X_PF, mp, &mt.X_BM, mt.mob);
+    if (b < 0) return j ? lib_fail(c, j->line, where_elem(&wjb, "joint", str(c, j->name)), "adding the body")
+                        : lib_fail(c, l->line, wl, "adding the body");
+    body[li] = b;
+    info->link_name[b] = l->name;
+    info->type[b] = (unsigned char)mt.type;
+    if (j) {
+        info->joint_name[b] = j->name;
+        bool limited = j->limit_line && (j->type == J_REVOLUTE || j->type == J_PRISMATIC) && j->lower < j->upper;
+        info->limits[2 * b] = limited ? j->lower : 0.0;
+        info->limits[2 * b + 1] = limited ? j->upper : 0.0;
+    }
+    if (mbk_matter_set_body_name(m, b, str(c, l->name)) < 0) return lib_fail(c, l->line, wl, "naming the body");
+    return 0;
+}
+
+/* Every link's body, in depth-first order; a root named 'world' is Ground. */
+static int add_bodies(ur_ctx *c, mbk_matter *m, const int *order, bool world, const ur_bodies *bodies, int *body,
+                      urdf_info *info)
+{
+    info->type[0] = J_NTYPES;
+    for (int i = 0; i < c->nlinks; ++i) {
+        const int li = order[i];
+        const ur_link *l = &c->links[li];
+        if (i == 0 && world) {
+            body[li] = 0;
+            info->link_name[0] = l->name;
+            where_buf w;
+            if (mbk_matter_set_body_name(m, 0, str(c, l->name)) < 0)
+                return lib_fail(c, l->line, where_elem(&w, "link", str(c, l->name)), "naming Ground");
+            continue;
+        }
+        const ur_joint *j = i == 0 ? NULL : &c->joints[l->parent_joint];
+        if (add_link_body(c, m, li, j, &bodies->mp[li], body, info)) return c->status;
+    }
+    return 0;
+}
+
+/* One element per mobility of joint j on body b, each named prefix:joint: the
+   dampers (friction false) or the Coulomb friction elements. */
+static int add_per_mobility(ur_ctx *c, mbk_forces *f, const ur_joint *j, int b, int nu, bool friction)
+{
+    char name[64];
+    where_buf w;
+    snprintf(name, sizeof name, "%s:%s", friction ? "friction" : "damping", str(c, j->name));
+    for (int k = 0; k < nu; ++k) {
+        int e = friction ? mbk_force_add_mobility_coulomb_friction(f, b, k, j->friction,
+                                                                    c->o->friction_transition_velocity)
+                         : mbk_force_add_mobility_linear_damper(f, b, k, j->damping);
+        if (e < 0 || mbk_force_set_name(f, e, name) < 0)
+            return lib_fail(c, j->dynamics_line, where_elem(&w, "joint", str(c, j->name)),
+                            friction ? "adding the friction element" : "adding the damper");
+    }
+    return 0;
+}
+
+/* Joint j's elements, as the options ask: its limits as a stop, its damping and
+   friction as elements, its mimic as a coupler. */
+static int add_joint_elements(ur_ctx *c, mbk_matter *m, mbk_forces *f, const ur_joint *j, const int *body)
+{
+    const mbk_urdf_options *o = c->o;
+    const int b = body[j->child_link];
+    where_buf w;
+    const char *wj = where_elem(&w, "joint", str(c, j->name));
+    const int nu = j->type == J_PLANAR ? 3 : j->type == J_FLOATING ? 6 : j->type == J_FIXED ? 0 : 1;
+    if (o->limits_as_stops && j->limit_line && (j->type == J_REVOLUTE || j->type == J_PRISMATIC) &&
+        j->lower < j->upper) {
+        char name[64];
+        int k = mbk_force_add_mobility_linear_stop(f, b, 0, o->stop_stiffness, o->stop_dissipation, j->lower, j->upper);
+        snprintf(name, sizeof name, "limit:%s", str(c, j->name));
+        if (k < 0 || mbk_force_set_name(f, k, name) < 0) return lib_fail(c, j->limit_line, wj, "adding the limit stop");
+    }
+    if (j->limit_line && j->type == J_CONTINUOUS && j->lower < j->upper)
+        ur_warn(c, j->limit_line, wj, "the limits of a continuous joint are ignored");
+    if (j->friction != 0 && nu == 0) ur_warn(c, j->dynamics_line, wj, "friction is ignored (the joint is fixed)");
+    if (o->damping_as_dampers && j->damping > 0 && nu > 0 && add_per_mobility(c, f, j, b, nu, false)) return c->status;
+    if (o->friction_as_elements && j->friction > 0 && nu > 0 && add_per_mobility(c, f, j, b, nu, true))
+        return c->status;
+    if (o->mimic_as_couplers && j->mimic_joint >= 0) {
+        /* q = multiplier q_other + offset as the coupler f(q, q_other) = q - multiplier q_other - offset = 0 */
+        const double coef[3] = {1.0, -j->multiplier, -j->offset};
+        const int cb[2] = {b, body[c->joints[j->mimic_joint].child_link]}, cq[2] = {0, 0};
+        if (mbk_constraint_add_coordinate_coupler(m, mbk_function_linear(coef, 2), cb, cq, 2) < 0)
+            return lib_fail(c, j->mimic_line, wj, "adding the mimic coupler");
+    }
+    return 0;
+}
+
+/* Gravity, then each joint's elements, then the ground contact. */
+static int add_forces(ur_ctx *c, mbk_matter *m, mbk_forces *f, const int *body, const ur_bodies *bodies)
+{
+    int g = mbk_force_add_gravity(f, c->o->gravity);
+    if (g < 0 || mbk_force_set_name(f, g, "gravity") < 0) return lib_fail(c, c->robot_line, "<robot>", "adding gravity");
+    for (int ji = 0; ji < c->njoints; ++ji)
+        if (add_joint_elements(c, m, f, &c->joints[ji], body)) return c->status;
+    if (c->o->ground_contact && ur_add_ground_contact(c, f, body, bodies)) return c->status;
+    if (!c->o->friction_as_elements) warn_friction_ignored(c);
+    return 0;
+}
+
+/* The per-body arrays of the names kept with the System. */
+static int alloc_info(ur_ctx *c, urdf_info *info, int nb)
+{
     info->nb = nb;
     info->link_name = mbk_calloc((size_t)nb, sizeof *info->link_name);
     info->joint_name = mbk_calloc((size_t)nb, sizeof *info->joint_name);
     info->type = mbk_calloc((size_t)nb, 1);
     info->limits = mbk_calloc(2 * (size_t)nb, sizeof *info->limits);
-    if (!m || !f || !info->link_name || !info->joint_name || !info->type || !info->limits) {
-        fail(c, MBK_ENOMEM, 0, NULL, "out of memory");
-        goto done;
-    }
-    info->type[0] = J_NTYPES;
-    const mbk_vec3 ex = mbk_vec3_make(1, 0, 0), ey = mbk_vec3_make(0, 1, 0), ez = mbk_vec3_make(0, 0, 1);
-    for (int i = 0; i < nl; ++i) {
-        int li = order[i];
-        const ur_link *l = &c->links[li];
-        const char *wl = where_elem(&w, "link", str(c, l->name));
-        if (i == 0 && world) {
-            body[li] = 0;
-            info->link_name[0] = l->name;
-            if (mbk_matter_set_body_name(m, 0, str(c, l->name)) < 0) {
-                lib_fail(c, l->line, wl, "naming Ground");
-                goto done;
-            }
-            continue;
-        }
-        const mbk_mass_props *mp = &bodies.mp[li];
-        mbk_transform X_PF = mbk_transform_identity(), X_BM = mbk_transform_identity();
-        mbk_mobilizer mob;
-        int parent = 0, type;
-        long line = l->line;
-        const char *wj = wl;
-        where_buf wjb;
-        const ur_joint *j = NULL;
-        if (i == 0) {
-            type = o->floating_base ? J_FLOATING : J_FIXED;
-            mob = o->floating_base ? mbk_mobilizer_free() : mbk_mobilizer_weld();
-        } else {
-            j = &c->joints[l->parent_joint];
-            wj = where_elem(&wjb, "joint", str(c, j->name));
-            line = j->line;
-            type = j->type;
-            parent = body[j->parent_link];
-            X_PF = origin_transform(&j->origin);
-            mbk_vec3 a = mbk_vec3_make(j->axis[0], j->axis[1], j->axis[2]);
-            mbk_mat33 R = mbk_mat33_identity();
-            switch (type) {
-            case J_REVOLUTE:
-            case J_CONTINUOUS: mob = mbk_mobilizer_pin(), R = rotation_onto(ez, a, ex); break;
-            case J_PRISMATIC: mob = mbk_mobilizer_slider(), R = rotation_onto(ex, a, ey); break;
-            case J_PLANAR: mob = mbk_mobilizer_planar(), R = rotation_onto(ez, a, ex); break;
-            case J_FLOATING: mob = mbk_mobilizer_free(); break;
-            default: mob = mbk_mobilizer_weld(); break;
-            }
-            /* turn the mobilizer's axis onto the joint axis on both sides, so B = the child link frame */
-            X_PF.R = mbk_mat33_mul(X_PF.R, R);
-            X_BM.R = R;
-        }
-        /* a body whose inertia breaks the triangle inequality (judged usable) goes in as it is */
-        int b = mbk_mass_props_is_valid(*mp) ? mbk_matter_add_body(m, parent, &X_PF, mp, &X_BM, mob)
-                                             : mbk_matter_add_body_unrealizable(m, parent, &X_PF, mp, &X_BM, mob);
-        if (b < 0) {
-            lib_fail(c, line, wj, "adding the body");
-            goto done;
-        }
-        body[li] = b;
-        info->link_name[b] = l->name;
-        info->type[b] = (unsigned char)type;
-        if (j) {
-            info->joint_name[b] = j->name;
-            bool limited = j->limit_line && (j->type == J_REVOLUTE || j->type == J_PRISMATIC) && j->lower < j->upper;
-            info->limits[2 * b] = limited ? j->lower : 0.0;
-            info->limits[2 * b + 1] = limited ? j->upper : 0.0;
-        }
-        if (mbk_matter_set_body_name(m, b, str(c, l->name)) < 0) {
-            lib_fail(c, l->line, wl, "naming the body");
-            goto done;
-        }
-    }
+    if (!info->link_name || !info->joint_name || !info->type || !info->limits)
+        return fail(c, MBK_ENOMEM, 0, NULL, "out of memory");
+    return 0;
+}
 
-    /* forces: gravity, then per joint stops, dampers and friction */
-    int g = mbk_force_add_gravity(f, o->gravity);
-    if (g < 0 || mbk_force_set_name(f, g, "gravity") < 0) {
-        lib_fail(c, c->robot_line, "<robot>", "adding gravity");
-        goto done;
-    }
-    for (int ji = 0; ji < c->njoints; ++ji) {
-        const ur_joint *j = &c->joints[ji];
-        int b = body[j->child_link];
-        char name[64];
-        const char *wj = where_elem(&w, "joint", str(c, j->name));
-        int nu = j->type == J_PLANAR ? 3 : j->type == J_FLOATING ? 6 : j->type == J_FIXED ? 0 : 1;
-        if (o->limits_as_stops && j->limit_line && (j->type == J_REVOLUTE || j->type == J_PRISMATIC) &&
-            j->lower < j->upper) {
-            int k = mbk_force_add_mobility_linear_stop(f, b, 0, o->stop_stiffness, o->stop_dissipation, j->lower,
-                                                       j->upper);
-            snprintf(name, sizeof name, "limit:%s", str(c, j->name));
-            if (k < 0 || mbk_force_set_name(f, k, name) < 0) {
-                lib_fail(c, j->limit_line, wj, "adding the limit stop");
-                goto done;
-            }
-        }
-        if (j->limit_line && j->type == J_CONTINUOUS && j->lower < j->upper)
-            ur_warn(c, j->limit_line, wj, "the limits of a continuous joint are ignored");
-        if (j->friction != 0 && nu == 0) ur_warn(c, j->dynamics_line, wj, "friction is ignored (the joint is fixed)");
-        if (o->damping_as_dampers && j->damping > 0 && nu > 0) {
-            for (int k = 0; k < nu; ++k) {
-                int e = mbk_force_add_mobility_linear_damper(f, b, k, j->damping);
-                snprintf(name, sizeof name, "damping:%s", str(c, j->name));
-                if (e < 0 || mbk_force_set_name(f, e, name) < 0) {
-                    lib_fail(c, j->dynamics_line, wj, "adding the damper");
-                    goto done;
-                }
-            }
-        }
-        if (o->friction_as_elements && j->friction > 0 && nu > 0) {
-            for (int k = 0; k < nu; ++k) {
-                int e = mbk_force_add_mobility_coulomb_friction(f, b, k, j->friction, o->friction_transition_velocity);
-                snprintf(name, sizeof name, "friction:%s", str(c, j->name));
-                if (e < 0 || mbk_force_set_name(f, e, name) < 0) {
-                    lib_fail(c, j->dynamics_line, wj, "adding the friction element");
-                    goto done;
-                }
-            }
-        }
-        if (o->mimic_as_couplers && j->mimic_joint >= 0) {
-            /* q = multiplier q_other + offset as the coupler f(q, q_other) = q - multiplier q_other - offset = 0 */
-            const double coef[3] = {1.0, -j->multiplier, -j->offset};
-            const int cb[2] = {b, body[c->joints[j->mimic_joint].child_link]}, cq[2] = {0, 0};
-            if (mbk_constraint_add_coordinate_coupler(m, mbk_function_linear(coef, 2), cb, cq, 2) < 0) {
-                lib_fail(c, j->mimic_line, wj, "adding the mimic coupler");
-                goto done;
-            }
-        }
-    }
-    if (o->ground_contact && ur_add_ground_contact(c, f, body, &bodies)) goto done;
-    if (!o->friction_as_elements) warn_friction_ignored(c);
-
-    /* the names and the warnings go with the System: the info subsystem takes the pool */
-    if (keep_warnings(c, info)) goto done;
-    info->robot = c->robot_name;
-    info->pool = c->pool;
-    if (mbk_system_add_subsystem(sys, &urdf_info_ops, info) < 0) {
-        info->pool = NULL;
-        lib_fail(c, 0, NULL, "adding the names");
-        goto done;
+/* The names and the warnings go with the System: the info subsystem takes the pool
+   (and *info: NULL once the System owns it). */
+static int attach_info(ur_ctx *c, mbk_system *sys, urdf_info **info)
+{
+    if (keep_warnings(c, *info)) return c->status;
+    (*info)->robot = c->robot_name;
+    (*info)->pool = c->pool;
+    if (mbk_system_add_subsystem(sys, &urdf_info_ops, *info) < 0) {
+        (*info)->pool = NULL;
+        return lib_fail(c, 0, NULL, "adding the names");
     }
     c->pool = NULL;
-    info = NULL;
-    if (o->realize_topology && mbk_system_realize_topology(sys) < 0) {
+    *info = NULL;
+    return 0;
+}
+
+/* The System from the parsed and checked robot: bodies in depth-first order from
+   the root, forces, the names; realized to Topology if the options ask. */
+static int build_system(ur_ctx *c, int root, const int *order, int *body, urdf_info **info, mbk_system **sys)
+{
+    const bool world = strcmp(str(c, c->links[root].name), "world") == 0;
+    if (world) warn_world_root(c, &c->links[root]);
+    ur_bodies bodies = {NULL, NULL};
+    if (ur_judge_bodies(c, order, world, &bodies)) return c->status;
+    *sys = mbk_multibody_create(c->robot_name ? str(c, c->robot_name) : "urdf");
+    mbk_matter *m = *sys ? mbk_multibody_upd_matter(*sys) : NULL;
+    mbk_forces *f = *sys ? mbk_multibody_upd_forces(*sys) : NULL;
+    if (!*sys) lib_fail(c, 0, NULL, "creating the System");
+    else if (!m || !f) fail(c, MBK_ENOMEM, 0, NULL, "out of memory");
+    /* each step says what failed; the first failure ends the build */
+    const bool built = !c->status && !alloc_info(c, *info, c->nlinks + (world ? 0 : 1)) &&
+                       !add_bodies(c, m, order, world, &bodies, body, *info) && !add_forces(c, m, f, body, &bodies) &&
+                       !attach_info(c, *sys, info);
+    ur_bodies_free(&bodies);
+    if (built && c->o->realize_topology && mbk_system_realize_topology(*sys) < 0)
         lib_fail(c, c->robot_line, "<robot>", "realizing the topology");
-        goto done;
+    return c->status;
+}
+
+static int build(ur_ctx *c, int root, mbk_system **out)
+{
+    const int nl = c->nlinks;
+    int *order = mbk_malloc((size_t)nl * sizeof *order), *body = mbk_malloc((size_t)nl * sizeof *body);
+    urdf_info *info = mbk_calloc(1, sizeof *info);
+    mbk_system *sys = NULL;
+    int count = 0;
+    if (!order || !body || !info) fail(c, MBK_ENOMEM, 0, NULL, "out of memory");
+    else if (!dfs_order(c, root, order, &count)) {
+        if (count != nl) fail_cycle(c, root, order, count);
+        else build_system(c, root, order, body, &info, &sys);
     }
-done:
     mbk_free(order);
     mbk_free(body);
-    ur_bodies_free(&bodies);
     if (info) info_destroy(info);
     if (c->status) {
         mbk_system_destroy(sys);
