@@ -404,165 +404,210 @@ void ur_bodies_free(ur_bodies *b)
     b->moving = NULL;
 }
 
-int ur_judge_bodies(ur_ctx *c, const int *order, bool world, ur_bodies *out)
+/* What the judgement works with. */
+typedef struct ur_judge {
+    ur_ctx *c;
+    const int *order;   /* the links depth-first, root first */
+    bool world;         /* the root link is Ground */
+    int *base;          /* per link: the link whose joint moves its rigid body (or the root) */
+    mbk_transform *X;   /* per link: its pose in its base's frame */
+    link_note *note;    /* per link: what was found and done */
+    unsigned char *bad; /* per rigid body (by its base): an indefinite link, to be combined */
+    ur_bodies *out;     /* the mass properties and which links move */
+} ur_judge;
+
+/* Rigid bodies: each link's base and its pose in the base's frame; which links move. */
+static void find_rigid_bodies(ur_judge *J)
 {
+    const ur_ctx *c = J->c;
+    const int root = J->order[0];
+    for (int i = 0; i < c->nlinks; ++i) {
+        const int l = J->order[i];
+        const ur_joint *j = i == 0 ? NULL : &c->joints[c->links[l].parent_joint];
+        if (j && j->type == J_FIXED) {
+            J->base[l] = J->base[j->parent_link];
+            J->X[l] = mbk_transform_compose(J->X[j->parent_link], ur_origin_transform(&j->origin));
+        } else {
+            J->base[l] = l, J->X[l] = mbk_transform_identity();
+        }
+        J->out->moving[l] = J->base[l] != root || (!J->world && c->o->floating_base);
+    }
+}
+
+/* Link l on its own: its mass properties with the repairs the options ask for, then
+   what is odd about them (errors for a missing <mass> or <inertia>, a too large one or,
+   with options.strict_inertia, an unrealizable one). */
+static void judge_link(ur_judge *J, int l)
+{
+    ur_ctx *c = J->c;
     const mbk_urdf_options *o = c->o;
-    int nl = c->nlinks, root = order[0];
-    out->mp = mbk_calloc((size_t)nl, sizeof *out->mp);
-    out->moving = mbk_calloc((size_t)nl, 1);
-    int *base = mbk_malloc((size_t)nl * sizeof *base);
-    mbk_transform *X = mbk_malloc((size_t)nl * sizeof *X);
-    link_note *note = mbk_calloc((size_t)nl, sizeof *note);
-    unsigned char *bad = mbk_calloc((size_t)nl, 1); /* per rigid body: refused */
-    mbk_spatial_mat *P = NULL, *S = NULL;
-    int rc = -1;
-    if (!out->mp || !out->moving || !base || !X || !note || !bad) {
-        ur_fail(c, MBK_ENOMEM, 0, NULL, "out of memory");
-        goto done;
-    }
+    const ur_link *L = &c->links[l];
+    link_note *n = &J->note[l];
     where_buf w;
-
-    /* rigid bodies: each link's base (the link whose joint moves the body, or the root)
-       and its pose in the base frame */
-    for (int i = 0; i < nl; ++i) {
-        int l = order[i];
-        const ur_link *L = &c->links[l];
-        if (i == 0) {
-            base[l] = l, X[l] = mbk_transform_identity();
-        } else {
-            const ur_joint *j = &c->joints[L->parent_joint];
-            if (j->type == J_FIXED) {
-                base[l] = base[j->parent_link];
-                X[l] = mbk_transform_compose(X[j->parent_link], ur_origin_transform(&j->origin));
-            } else {
-                base[l] = l, X[l] = mbk_transform_identity();
-            }
-        }
-        out->moving[l] = base[l] != root || (!world && o->floating_base);
+    J->out->mp[l] = mbk_mass_props_from_central(0.0, mbk_vec3_zero(), mbk_mat33_zero());
+    if (J->world && l == J->order[0]) return; /* Ground */
+    if (L->inertial_line) {
+        const char *wh = ur_where_in(&w, "inertial", "link", str(c, L->name));
+        if (!L->mass_line) ur_fail(c, MBK_EPARSE, L->inertial_line, wh, "<mass> is missing");
+        if (!L->inertia_line) ur_fail(c, MBK_EPARSE, L->inertial_line, wh, "<inertia> is missing");
+        if (!L->mass_line || !L->inertia_line) return;
     }
+    mbk_mass_props mp = ur_link_mass_props(L);
+    if (L->inertial_line && too_large(c, L, &mp)) return;
+    mbk_mat33 V;
+    eig3(mp.inertia, n->ev, &V);
+    bool repaired = false;
+    const bool moving = J->out->moving[l];
+    if (moving && o->min_mass > 0 && mp.mass < o->min_mass) {
+        n->mass_floor = true, n->old_mass = mp.mass;
+        mp.mass = o->min_mass;
+        repaired = true;
+    }
+    if (moving && o->min_inertia > 0 && n->ev[0] < o->min_inertia) {
+        for (int k = 0; k < 3; ++k) n->ev[k] = fmax(n->ev[k], o->min_inertia);
+        n->inertia_floor = repaired = true;
+    }
+    if (repaired) mp.inertia = from_eig(n->ev, &V);
+    if (o->balance_inertia && (L->inertial_line || repaired) && !mbk_mass_props_is_valid(mp)) {
+        memcpy(n->ev_given, n->ev, sizeof n->ev);
+        balance(n->ev);
+        mp.inertia = from_eig(n->ev, &V);
+        n->balanced = repaired = true;
+    }
+    if (o->strict_inertia && L->inertial_line) {
+        const double *I6 = L->I;
+        mbk_mat33 Ii = {{{I6[0], I6[3], I6[4]}, {I6[3], I6[1], I6[5]}, {I6[4], I6[5], I6[2]}}};
+        strict_check(c, L, repaired ? mp.inertia : Ii, n->ev);
+    }
+    if (mbk_mass_props_is_valid(mp)) n->judged = JUDGED_OK;
+    else if (mbk_mat33_is_psd(mp.inertia)) n->judged = JUDGED_TRIANGLE;
+    else n->judged = JUDGED_INDEFINITE;
+    J->out->mp[l] = mp;
+}
 
-    /* each link on its own: repairs, then what is odd about it */
+/* The moving rigid body based at b, which has an indefinite link: its links' mass
+   properties summed into b's when the sum is positive semidefinite (up to round-off),
+   else an error naming its links. */
+static void combine_body(ur_judge *J, int b)
+{
+    ur_ctx *c = J->c;
+    const int nl = c->nlinks;
+    double M = 0, scale = 0;
+    mbk_vec3 h = mbk_vec3_zero();
+    mbk_mat33 Jo = mbk_mat33_zero(); /* about b's origin */
     for (int l = 0; l < nl; ++l) {
-        const ur_link *L = &c->links[l];
-        link_note *n = &note[l];
-        out->mp[l] = mbk_mass_props_from_central(0.0, mbk_vec3_zero(), mbk_mat33_zero());
-        if (world && l == root) continue; /* Ground */
-        if (L->inertial_line) {
-            const char *wh = ur_where_in(&w, "inertial", "link", str(c, L->name));
-            if (!L->mass_line) ur_fail(c, MBK_EPARSE, L->inertial_line, wh, "<mass> is missing");
-            if (!L->inertia_line) ur_fail(c, MBK_EPARSE, L->inertial_line, wh, "<inertia> is missing");
-            if (!L->mass_line || !L->inertia_line) continue;
-        }
-        mbk_mass_props mp = ur_link_mass_props(L);
-        if (L->inertial_line && too_large(c, L, &mp)) continue;
-        mbk_mat33 V;
-        eig3(mp.inertia, n->ev, &V);
-        bool repaired = false;
-        if (out->moving[l] && o->min_mass > 0 && mp.mass < o->min_mass) {
-            n->mass_floor = true, n->old_mass = mp.mass;
-            mp.mass = o->min_mass;
-            repaired = true;
-        }
-        if (out->moving[l] && o->min_inertia > 0 && n->ev[0] < o->min_inertia) {
-            for (int k = 0; k < 3; ++k) n->ev[k] = fmax(n->ev[k], o->min_inertia);
-            n->inertia_floor = repaired = true;
-        }
-        if (repaired) mp.inertia = from_eig(n->ev, &V);
-        if (o->balance_inertia && (L->inertial_line || repaired) && !mbk_mass_props_is_valid(mp)) {
-            memcpy(n->ev_given, n->ev, sizeof n->ev);
-            balance(n->ev);
-            mp.inertia = from_eig(n->ev, &V);
-            n->balanced = repaired = true;
-        }
-        if (o->strict_inertia && L->inertial_line) {
-            const double *I6 = L->I;
-            mbk_mat33 Ii = {{{I6[0], I6[3], I6[4]}, {I6[3], I6[1], I6[5]}, {I6[4], I6[5], I6[2]}}};
-            strict_check(c, L, repaired ? mp.inertia : Ii, n->ev);
-        }
-        if (mbk_mass_props_is_valid(mp)) n->judged = JUDGED_OK;
-        else if (mbk_mat33_is_psd(mp.inertia)) n->judged = JUDGED_TRIANGLE;
-        else n->judged = JUDGED_INDEFINITE;
-        out->mp[l] = mp;
+        if (J->base[l] != b) continue;
+        const mbk_mass_props *mp = &J->out->mp[l];
+        mbk_vec3 cb = mbk_transform_apply_point(J->X[l], mp->com);
+        mbk_mat33 Ic = mbk_mat33_rotate_congruence(J->X[l].R, mp->inertia);
+        M += mp->mass;
+        h = mbk_vec3_add(h, mbk_vec3_scale(cb, mp->mass));
+        Jo = mbk_mat33_add(Jo, mbk_mat33_add(Ic, mbk_inertia_of_point_mass(mp->mass, cb)));
+        scale += mbk_mat33_max_abs(Ic) + mp->mass * mbk_vec3_norm2(cb);
     }
-    if (c->status) goto done; /* a missing <mass> or <inertia>, or options.strict_inertia */
-
-    /* rigid bodies with a link that is not even positive semidefinite: on Ground the
-       link's inertia is dropped; a moving body is carried whole by its base link */
+    mbk_vec3 com = M > 0 ? mbk_vec3_scale(h, 1.0 / M) : mbk_vec3_zero();
+    mbk_mat33 Ic = mbk_mat33_sub(Jo, mbk_inertia_of_point_mass(M, com)), V;
+    for (int r = 0; r < 3; ++r)
+        for (int k = r + 1; k < 3; ++k) Ic.m[r][k] = Ic.m[k][r] = 0.5 * (Ic.m[r][k] + Ic.m[k][r]);
+    double ev[3];
+    eig3(Ic, ev, &V);
+    if (ev[0] < -UR_COMBINED_RTOL * scale) {
+        char links[600];
+        where_buf w;
+        body_links(c, J->base, b, links, sizeof links);
+        const ur_link *B = &c->links[b];
+        const ur_joint *j = B->parent_joint >= 0 ? &c->joints[B->parent_joint] : NULL;
+        ur_fail(c, MBK_EPARSE, j ? j->line : B->line,
+                j ? ur_where_elem(&w, "joint", str(c, j->name)) : ur_where_elem(&w, "link", str(c, B->name)),
+                "the rigid body it moves (%s) has a combined inertia that is not positive semidefinite "
+                "(principal moments %.6g, %.6g, %.6g), so its kinetic energy could be negative; fix the "
+                "inertias its links' warnings name (or set options.balance_inertia)", links, ev[0], ev[1], ev[2]);
+        for (int l = 0; l < nl; ++l)
+            if (J->base[l] == b && J->note[l].judged == JUDGED_INDEFINITE) J->note[l].outcome = OUT_REFUSED;
+        return;
+    }
+    J->bad[b] = 0;
+    if (ev[0] < 0) { /* round-off of the sum: clamp */
+        for (int k = 0; k < 3; ++k) ev[k] = fmax(ev[k], 0.0);
+        Ic = from_eig(ev, &V);
+    }
     for (int l = 0; l < nl; ++l) {
-        if (note[l].judged != JUDGED_INDEFINITE) continue;
-        if (!out->moving[l]) {
-            note[l].outcome = OUT_NOT_USED;
-            out->mp[l].inertia = mbk_mat33_zero();
-        } else {
-            bad[base[l]] = 1; /* to be combined */
-        }
+        if (J->base[l] != b) continue;
+        J->out->mp[l] = mbk_mass_props_from_central(0.0, mbk_vec3_zero(), mbk_mat33_zero());
+        if (J->note[l].judged == JUDGED_INDEFINITE) J->note[l].outcome = OUT_MERGED;
     }
-    for (int b = 0; b < nl; ++b) {
-        if (base[b] != b || !bad[b]) continue;
-        double M = 0, scale = 0;
-        mbk_vec3 h = mbk_vec3_zero();
-        mbk_mat33 J = mbk_mat33_zero();
-        for (int l = 0; l < nl; ++l) {
-            if (base[l] != b) continue;
-            const mbk_mass_props *mp = &out->mp[l];
-            mbk_vec3 cb = mbk_transform_apply_point(X[l], mp->com);
-            mbk_mat33 Ic = mbk_mat33_rotate_congruence(X[l].R, mp->inertia);
-            M += mp->mass;
-            h = mbk_vec3_add(h, mbk_vec3_scale(cb, mp->mass));
-            J = mbk_mat33_add(J, mbk_mat33_add(Ic, mbk_inertia_of_point_mass(mp->mass, cb)));
-            scale += mbk_mat33_max_abs(Ic) + mp->mass * mbk_vec3_norm2(cb);
-        }
-        mbk_vec3 com = M > 0 ? mbk_vec3_scale(h, 1.0 / M) : mbk_vec3_zero();
-        mbk_mat33 Ic = mbk_mat33_sub(J, mbk_inertia_of_point_mass(M, com)), V;
-        for (int r = 0; r < 3; ++r)
-            for (int k = r + 1; k < 3; ++k) Ic.m[r][k] = Ic.m[k][r] = 0.5 * (Ic.m[r][k] + Ic.m[k][r]);
-        double ev[3];
-        eig3(Ic, ev, &V);
-        if (ev[0] < -UR_COMBINED_RTOL * scale) {
-            char links[600];
-            body_links(c, base, b, links, sizeof links);
-            const ur_link *B = &c->links[b];
-            const ur_joint *j = B->parent_joint >= 0 ? &c->joints[B->parent_joint] : NULL;
-            ur_fail(c, MBK_EPARSE, j ? j->line : B->line,
-                    j ? ur_where_elem(&w, "joint", str(c, j->name)) : ur_where_elem(&w, "link", str(c, B->name)),
-                    "the rigid body it moves (%s) has a combined inertia that is not positive semidefinite "
-                    "(principal moments %.6g, %.6g, %.6g), so its kinetic energy could be negative; fix the "
-                    "inertias its links' warnings name (or set options.balance_inertia)", links, ev[0], ev[1], ev[2]);
-            for (int l = 0; l < nl; ++l)
-                if (base[l] == b && note[l].judged == JUDGED_INDEFINITE) note[l].outcome = OUT_REFUSED;
-            continue;
-        }
-        bad[b] = 0;
-        if (ev[0] < 0) { /* round-off of the sum: clamp */
-            for (int k = 0; k < 3; ++k) ev[k] = fmax(ev[k], 0.0);
-            Ic = from_eig(ev, &V);
-        }
-        for (int l = 0; l < nl; ++l) {
-            if (base[l] != b) continue;
-            out->mp[l] = mbk_mass_props_from_central(0.0, mbk_vec3_zero(), mbk_mat33_zero());
-            if (note[l].judged == JUDGED_INDEFINITE) note[l].outcome = OUT_MERGED;
-        }
-        out->mp[b] = mbk_mass_props_from_central(M, com, Ic);
-    }
-    for (int l = 0; l < nl; ++l)
-        if (!(world && l == root) && note[l].outcome != OUT_REFUSED) warn_link(c, &c->links[l], &note[l], str(c, c->links[base[l]].name));
+    J->out->mp[b] = mbk_mass_props_from_central(M, com, Ic);
+}
 
-    /* every joint's motion must meet inertia: articulated-body inertias at a generic
-       pose, tip to base, each in its link's frame about its origin */
-    P = mbk_calloc((size_t)nl, sizeof *P);
-    S = mbk_calloc((size_t)nl, sizeof *S);
-    if (!P || !S) {
-        ur_fail(c, MBK_ENOMEM, 0, NULL, "out of memory");
-        goto done;
+/* Rigid bodies with a link that is not even positive semidefinite: on Ground the
+   link's inertia is dropped; a moving body is carried whole by its base link. */
+static void combine_indefinite(ur_judge *J)
+{
+    const int nl = J->c->nlinks;
+    for (int l = 0; l < nl; ++l) {
+        if (J->note[l].judged != JUDGED_INDEFINITE) continue;
+        if (!J->out->moving[l]) {
+            J->note[l].outcome = OUT_NOT_USED;
+            J->out->mp[l].inertia = mbk_mat33_zero();
+        } else {
+            J->bad[J->base[l]] = 1; /* to be combined */
+        }
     }
-    for (int i = nl - 1; i >= 0; --i) {
-        int l = order[i];
+    for (int b = 0; b < nl; ++b)
+        if (J->base[b] == b && J->bad[b]) combine_body(J, b);
+}
+
+/* Joint j (NULL: the root's floating base) of link L cannot move what it carries:
+   say why. linear_sing: the direction without inertia is a translation; scale: the
+   largest moment and mass on the diagonal of what it carries. */
+static void fail_undetermined(ur_judge *J, const ur_link *L, const ur_joint *j, int l, bool linear_sing,
+                              const double scale[2])
+{
+    ur_ctx *c = J->c;
+    const bool massless = scale[0] == 0 && scale[1] == 0;
+    char links[600];
+    where_buf w;
+    body_links(c, J->base, l, links, sizeof links);
+    if (!j && massless)
+        ur_fail(c, MBK_EPARSE, L->line, ur_where_elem(&w, "link", str(c, L->name)),
+                "floating_base needs mass: the robot has no link with an <inertial> (or set "
+                "options.min_mass and min_inertia)");
+    else if (!j)
+        ur_fail(c, MBK_EPARSE, L->line, ur_where_elem(&w, "link", str(c, L->name)),
+                "floating_base: the robot's motion as a whole is undetermined: it has no %s along one "
+                "of the free directions (%s and all it carries); give it inertia, or set "
+                "options.min_inertia", linear_sing ? "mass" : "inertia", links);
+    else if (massless)
+        ur_fail(c, MBK_EPARSE, j->line, ur_where_elem(&w, "joint", str(c, j->name)),
+                "the joint moves only links without mass or inertia (child '%.200s'), so its motion "
+                "is undetermined; give that link an <inertial> (or set options.min_mass and "
+                "min_inertia)", str(c, L->name));
+    else
+        ur_fail(c, MBK_EPARSE, j->line, ur_where_elem(&w, "joint", str(c, j->name)),
+                "the joint's motion is undetermined: what it moves (%s, and what they carry) has %s, "
+                "at every pose; give link '%.200s' %s, or set options.min_inertia",
+                links,
+                j->type == J_PRISMATIC ? "no mass along its axis"
+                : j->type == J_REVOLUTE || j->type == J_CONTINUOUS
+                    ? "no inertia about its axis (a point mass on the axis, or a rod about its own axis)"
+                    : "no inertia or mass along one of its directions of motion",
+                str(c, L->name), j->type == J_PRISMATIC ? "mass" : "inertia about the axis");
+}
+
+/* Every joint's motion must meet inertia: articulated-body inertias P at a generic
+   pose, tip to base, each in its link's frame about its origin (S: the plain sums,
+   for the scales). P and S: nl zeroed spatial matrices. */
+static void check_motions(ur_judge *J, mbk_spatial_mat *P, mbk_spatial_mat *S)
+{
+    ur_ctx *c = J->c;
+    for (int i = c->nlinks - 1; i >= 0; --i) {
+        const int l = J->order[i];
         const ur_link *L = &c->links[l];
-        mbk_spatial_mat own = mbk_spatial_inertia_from_mass_props(out->mp[l]);
+        mbk_spatial_mat own = mbk_spatial_inertia_from_mass_props(J->out->mp[l]);
         P[l] = mbk_spatial_mat_add(P[l], own);
         S[l] = mbk_spatial_mat_add(S[l], own);
         const ur_joint *j = L->parent_joint >= 0 ? &c->joints[L->parent_joint] : NULL;
-        bool moves = j ? j->type != J_FIXED : (!world && o->floating_base);
+        bool moves = j ? j->type != J_FIXED : (!J->world && c->o->floating_base);
         m66 Pl;
         to66(P[l], Pl);
         if (moves) {
@@ -574,49 +619,45 @@ int ur_judge_bodies(ur_ctx *c, const int *order, bool world, ur_bodies *out)
                 scale[1] = fmax(scale[1], S[l].m11.m[r][r]);
             }
             int sing = factor_d(Pl, H, k, scale, linear, D, d);
-            if (sing < 0) {
-                articulate(Pl, H, k, D, d);
-            } else if (!bad[base[l]]) {
-                bool massless = scale[0] == 0 && scale[1] == 0;
-                char links[600];
-                body_links(c, base, l, links, sizeof links);
-                if (!j && massless)
-                    ur_fail(c, MBK_EPARSE, L->line, ur_where_elem(&w, "link", str(c, L->name)),
-                            "floating_base needs mass: the robot has no link with an <inertial> (or set "
-                            "options.min_mass and min_inertia)");
-                else if (!j)
-                    ur_fail(c, MBK_EPARSE, L->line, ur_where_elem(&w, "link", str(c, L->name)),
-                            "floating_base: the robot's motion as a whole is undetermined: it has no %s along one "
-                            "of the free directions (%s and all it carries); give it inertia, or set "
-                            "options.min_inertia", linear[sing] ? "mass" : "inertia", links);
-                else if (massless)
-                    ur_fail(c, MBK_EPARSE, j->line, ur_where_elem(&w, "joint", str(c, j->name)),
-                            "the joint moves only links without mass or inertia (child '%.200s'), so its motion "
-                            "is undetermined; give that link an <inertial> (or set options.min_mass and "
-                            "min_inertia)", str(c, L->name));
-                else
-                    ur_fail(c, MBK_EPARSE, j->line, ur_where_elem(&w, "joint", str(c, j->name)),
-                            "the joint's motion is undetermined: what it moves (%s, and what they carry) has %s, "
-                            "at every pose; give link '%.200s' %s, or set options.min_inertia",
-                            links,
-                            j->type == J_PRISMATIC ? "no mass along its axis"
-                            : j->type == J_REVOLUTE || j->type == J_CONTINUOUS
-                                ? "no inertia about its axis (a point mass on the axis, or a rod about its own axis)"
-                                : "no inertia or mass along one of its directions of motion",
-                            str(c, L->name), j->type == J_PRISMATIC ? "mass" : "inertia about the axis");
-            }
+            if (sing < 0) articulate(Pl, H, k, D, d);
+            else if (!J->bad[J->base[l]]) fail_undetermined(J, L, j, l, linear[sing], scale);
         }
         if (!j) continue;
         mbk_transform Xp = generic_pose(j, L->parent_joint);
         P[j->parent_link] = mbk_spatial_mat_add(P[j->parent_link], to_parent(from66(Pl), Xp));
         S[j->parent_link] = mbk_spatial_mat_add(S[j->parent_link], to_parent(S[l], Xp));
     }
-    rc = c->status ? -1 : 0;
-done:
-    mbk_free(base);
-    mbk_free(X);
-    mbk_free(note);
-    mbk_free(bad);
+}
+
+int ur_judge_bodies(ur_ctx *c, const int *order, bool world, ur_bodies *out)
+{
+    const int nl = c->nlinks;
+    ur_judge J = {c, order, world, mbk_malloc((size_t)nl * sizeof *J.base), mbk_malloc((size_t)nl * sizeof *J.X),
+                  mbk_calloc((size_t)nl, sizeof *J.note), mbk_calloc((size_t)nl, 1), out};
+    out->mp = mbk_calloc((size_t)nl, sizeof *out->mp);
+    out->moving = mbk_calloc((size_t)nl, 1);
+    mbk_spatial_mat *P = NULL, *S = NULL;
+    if (!out->mp || !out->moving || !J.base || !J.X || !J.note || !J.bad) {
+        ur_fail(c, MBK_ENOMEM, 0, NULL, "out of memory");
+    } else {
+        find_rigid_bodies(&J);
+        for (int l = 0; l < nl; ++l) judge_link(&J, l);
+    }
+    if (!c->status) { /* not after a missing <mass> or <inertia>, or options.strict_inertia */
+        combine_indefinite(&J);
+        for (int l = 0; l < nl; ++l)
+            if (!(world && l == order[0]) && J.note[l].outcome != OUT_REFUSED)
+                warn_link(c, &c->links[l], &J.note[l], str(c, c->links[J.base[l]].name));
+        P = mbk_calloc((size_t)nl, sizeof *P);
+        S = mbk_calloc((size_t)nl, sizeof *S);
+        if (!P || !S) ur_fail(c, MBK_ENOMEM, 0, NULL, "out of memory");
+        else check_motions(&J, P, S);
+    }
+    const int rc = c->status ? -1 : 0;
+    mbk_free(J.base);
+    mbk_free(J.X);
+    mbk_free(J.note);
+    mbk_free(J.bad);
     mbk_free(P);
     mbk_free(S);
     if (rc) ur_bodies_free(out);
