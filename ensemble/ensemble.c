@@ -361,6 +361,181 @@ static void deadline_in(struct timespec *ts, double seconds)
     ts->tv_nsec = ns % 1000000000L;
 }
 
+/* A run's queues, workers' States and records, and the template State at Instance;
+   w: nw workers (not started). Returns MBK_OK or a status with the message set (and
+   everything freed). */
+static int prepare_run(ens_run *r, ens_worker **w, int nw, const char *fn)
+{
+    r->work_cap = 2 * nw, r->done_cap = 2 * nw;
+    *w = mbk_calloc((size_t)nw, sizeof **w);
+    r->work = mbk_calloc((size_t)r->work_cap, sizeof *r->work);
+    r->done_rec = mbk_calloc((size_t)r->done_cap, r->record_size);
+    r->done_member = mbk_calloc((size_t)r->done_cap, sizeof(int));
+    r->done_status = mbk_calloc((size_t)r->done_cap, sizeof(int));
+    r->template_state = mbk_state_create();
+    if (!*w || !r->work || !r->done_rec || !r->done_member || !r->done_status || !r->template_state) {
+        free_run(r, *w, *w ? nw : 0);
+        return mbk_set_error(MBK_ENOMEM, "%s: out of memory for %d threads", fn, nw);
+    }
+    int rc;
+    if ((rc = mbk_state_init(r->template_state, r->e->sys)) < 0 ||
+        (rc = mbk_system_realize(r->e->sys, r->template_state, MBK_STAGE_INSTANCE)) < 0) {
+        int st = mbk_last_status();
+        char why[ENS_MSG];
+        snprintf(why, sizeof why, "%s", mbk_last_error());
+        free_run(r, *w, nw);
+        return mbk_set_error(st < 0 ? st : rc, "%s: the default State cannot be realized to Instance: %s", fn, why);
+    }
+    for (int k = 0; k < nw; ++k) {
+        (*w)[k].run = r;
+        (*w)[k].member = -1;
+        (*w)[k].s = mbk_state_create();
+        (*w)[k].record = mbk_calloc(1, r->record_size);
+        if (!(*w)[k].s || !(*w)[k].record) {
+            free_run(r, *w, nw);
+            return mbk_set_error(MBK_ENOMEM, "%s: out of memory for %d threads", fn, nw);
+        }
+    }
+    return MBK_OK;
+}
+
+/* The coordinator's state between its steps (it holds r->lock except where a step
+   says it releases it). */
+typedef struct ens_coord {
+    ens_run *r;
+    mbk_ensemble *e;
+    const mbk_ensemble_driver *driver;
+    void *driver_data;
+    size_t record_size; /* as the caller gave it (r->record_size is at least 1) */
+    unsigned char *rec; /* the record being delivered */
+    int *want;          /* the members the driver gives, work_cap of them */
+    bool exhausted;     /* the driver has no more members to give */
+    const char *fn;     /* the public function, for messages */
+} ens_coord;
+
+/* The driver's status after a callback of its returned nonzero. */
+static int driver_status(void) { return mbk_last_status() < 0 ? mbk_last_status() : MBK_EUSER; }
+
+/* Every finished record to the driver (the lock released around each delivery):
+   they free the workers' slots. */
+static int deliver_records(ens_coord *k, bool *progressed)
+{
+    ens_run *r = k->r;
+    while (r->done_count > 0) {
+        int slot = r->done_head, member = r->done_member[slot], status = r->done_status[slot];
+        memcpy(k->rec, r->done_rec + (size_t)slot * r->record_size, r->record_size);
+        r->done_head = (r->done_head + 1) % r->done_cap;
+        r->done_count--;
+        pthread_cond_signal(&r->space_cv);
+        pthread_mutex_unlock(&r->lock);
+        k->e->n_run++;
+        if (status < 0) k->e->n_failed++;
+        int drc = k->driver->deliver(k->driver_data, member, status, k->rec, k->record_size);
+        int rc = drc != 0 ? driver_status() : MBK_OK;
+        if (drc != 0 && mbk_last_status() >= 0)
+            mbk_set_error(MBK_EUSER, "%s: the result callback returned %d for member %d; the run stops", k->fn,
+                          drc, member);
+        pthread_mutex_lock(&r->lock);
+        *progressed = true;
+        if (rc != MBK_OK) return rc;
+    }
+    return MBK_OK;
+}
+
+/* More members from the driver into the work queue while it has room (the lock
+   released around the fetch); a negative count: the driver has no more. */
+static int fetch_work(ens_coord *k, bool *progressed)
+{
+    ens_run *r = k->r;
+    const int room = r->work_cap - r->work_count;
+    if (k->exhausted || room <= 0) return MBK_OK;
+    pthread_mutex_unlock(&r->lock);
+    int got = k->driver->fetch(k->driver_data, k->want, room);
+    pthread_mutex_lock(&r->lock);
+    if (got < 0) {
+        k->exhausted = true;
+        r->stop = true;
+        pthread_cond_broadcast(&r->work_cv);
+    }
+    for (int i = 0; i < got && i < room; ++i) {
+        if (k->want[i] < 0 || k->want[i] >= k->e->n)
+            return mbk_set_error(MBK_EINVAL, "%s: the driver gave member %d; there are %d", k->fn, k->want[i],
+                                 k->e->n);
+        r->work[(r->work_head + r->work_count) % r->work_cap] = k->want[i];
+        r->work_count++;
+        pthread_cond_signal(&r->work_cv);
+        *progressed = true;
+    }
+    return MBK_OK;
+}
+
+/* Wait up to `seconds` for the workers (coord_cv), then let the driver poll its
+   communication (with poll: the lock released around it). */
+static int wait_and_poll(ens_coord *k, double seconds, bool poll)
+{
+    ens_run *r = k->r;
+    struct timespec ts;
+    deadline_in(&ts, seconds);
+    pthread_cond_timedwait(&r->coord_cv, &r->lock, &ts);
+    if (!poll) return MBK_OK;
+    pthread_mutex_unlock(&r->lock);
+    int prc = k->driver->poll ? k->driver->poll(k->driver_data, 0.0) : 0;
+    pthread_mutex_lock(&r->lock);
+    return prc != 0 ? driver_status() : MBK_OK;
+}
+
+/* Keep the work queue filled and hand the records to the driver until it has no more
+   members and says it is finished, or something fails. Called and returns with the
+   lock held. */
+static int coordinate(ens_coord *k)
+{
+    ens_run *r = k->r;
+    int rc = MBK_OK;
+    while (rc == MBK_OK && !r->fatal) {
+        bool progressed = false;
+        if ((rc = deliver_records(k, &progressed)) != MBK_OK) break;
+        if ((rc = fetch_work(k, &progressed)) != MBK_OK) break;
+        if (k->exhausted && r->work_count == 0 && r->in_flight == 0 && r->done_count == 0) {
+            pthread_mutex_unlock(&r->lock);
+            bool fin = !k->driver->finished || k->driver->finished(k->driver_data);
+            pthread_mutex_lock(&r->lock);
+            if (fin) break;
+            /* the driver waits for others (rank 0 for the other ranks): poll every 2 ms */
+            rc = wait_and_poll(k, 0.002, true);
+            continue;
+        }
+        /* a record may have arrived while the lock was released for fetch or finished */
+        if (progressed || r->done_count > 0) continue;
+        /* wake for the workers or, every 2 ms, for the driver's communication; without
+           it, every change the coordinator waits for signals coord_cv and the timeout is
+           a safety net */
+        rc = k->driver->poll ? wait_and_poll(k, 0.002, true) : wait_and_poll(k, 0.05, false);
+    }
+    return rc;
+}
+
+/* Started workers: stopped after their current member (rc: the run's status) and
+   joined; the run's synchronization destroyed. Called with the lock held. */
+static int finish_run(ens_run *r, ens_worker *w, int nw, int rc)
+{
+    if (rc == MBK_OK && r->fatal) rc = mbk_set_error(r->fatal, "%s", r->fatal_msg);
+    if (rc != MBK_OK && !r->fatal) {
+        r->fatal = rc; /* stop the workers after their current member */
+        pthread_cond_broadcast(&r->work_cv);
+        pthread_cond_broadcast(&r->space_cv);
+    }
+    r->stop = true;
+    pthread_cond_broadcast(&r->work_cv);
+    pthread_mutex_unlock(&r->lock);
+    for (int k = 0; k < nw; ++k)
+        if (w[k].started) pthread_join(w[k].thread, NULL);
+    pthread_cond_destroy(&r->space_cv);
+    pthread_cond_destroy(&r->coord_cv);
+    pthread_cond_destroy(&r->work_cv);
+    pthread_mutex_destroy(&r->lock);
+    return rc;
+}
+
 int mbk_ensemble_run_driver(mbk_ensemble *e, double t_final, size_t record_size, mbk_member_init_fn init,
                             mbk_member_pack_fn pack, const mbk_ensemble_driver *driver, void *driver_data,
                             void *user)
@@ -374,41 +549,14 @@ int mbk_ensemble_run_driver(mbk_ensemble *e, double t_final, size_t record_size,
     if (record_size > ((size_t)1 << 24))
         return mbk_set_error(MBK_EINVAL, "%s: records of %zu bytes; keep them under 16 MiB", fn, record_size);
     e->n_run = e->n_failed = 0;
-    int nw = mbk_ensemble_get_threads(e);
+    const int nw = mbk_ensemble_get_threads(e);
     ens_run r;
     memset(&r, 0, sizeof r);
     r.e = e, r.t_final = t_final, r.record_size = record_size ? record_size : 1;
     r.init = init, r.pack = pack, r.user = user;
-    r.work_cap = 2 * nw, r.done_cap = 2 * nw;
-    ens_worker *w = mbk_calloc((size_t)nw, sizeof *w);
-    r.work = mbk_calloc((size_t)r.work_cap, sizeof *r.work);
-    r.done_rec = mbk_calloc((size_t)r.done_cap, r.record_size);
-    r.done_member = mbk_calloc((size_t)r.done_cap, sizeof(int));
-    r.done_status = mbk_calloc((size_t)r.done_cap, sizeof(int));
-    r.template_state = mbk_state_create();
-    int rc = MBK_OK;
-    if (!w || !r.work || !r.done_rec || !r.done_member || !r.done_status || !r.template_state) {
-        free_run(&r, w, w ? nw : 0);
-        return mbk_set_error(MBK_ENOMEM, "%s: out of memory for %d threads", fn, nw);
-    }
-    if ((rc = mbk_state_init(r.template_state, e->sys)) < 0 ||
-        (rc = mbk_system_realize(e->sys, r.template_state, MBK_STAGE_INSTANCE)) < 0) {
-        int st = mbk_last_status();
-        char why[ENS_MSG];
-        snprintf(why, sizeof why, "%s", mbk_last_error());
-        free_run(&r, w, nw);
-        return mbk_set_error(st < 0 ? st : rc, "%s: the default State cannot be realized to Instance: %s", fn, why);
-    }
-    for (int k = 0; k < nw; ++k) {
-        w[k].run = &r;
-        w[k].member = -1;
-        w[k].s = mbk_state_create();
-        w[k].record = mbk_calloc(1, r.record_size);
-        if (!w[k].s || !w[k].record) {
-            free_run(&r, w, nw);
-            return mbk_set_error(MBK_ENOMEM, "%s: out of memory for %d threads", fn, nw);
-        }
-    }
+    ens_worker *w = NULL;
+    int rc = prepare_run(&r, &w, nw, fn);
+    if (rc < 0) return rc;
     pthread_mutex_init(&r.lock, NULL);
     pthread_cond_init(&r.work_cv, NULL);
     pthread_cond_init(&r.coord_cv, NULL);
@@ -425,108 +573,16 @@ int mbk_ensemble_run_driver(mbk_ensemble *e, double t_final, size_t record_size,
         r.stop = true;
         pthread_mutex_unlock(&r.lock);
     }
-
-    /* coordinate: keep the work queue filled, hand records to the driver */
-    unsigned char *rec = rc == MBK_OK ? mbk_malloc(r.record_size) : NULL;
-    if (rc == MBK_OK && !rec) rc = mbk_set_error(MBK_ENOMEM, "%s: out of memory", fn);
-    bool exhausted = false;
-    int *want = rc == MBK_OK ? mbk_calloc((size_t)r.work_cap, sizeof(int)) : NULL;
-    if (rc == MBK_OK && !want) rc = mbk_set_error(MBK_ENOMEM, "%s: out of memory", fn);
+    ens_coord k = {&r, e, driver, driver_data, record_size, NULL, NULL, false, fn};
+    k.rec = rc == MBK_OK ? mbk_malloc(r.record_size) : NULL;
+    if (rc == MBK_OK && !k.rec) rc = mbk_set_error(MBK_ENOMEM, "%s: out of memory", fn);
+    k.want = rc == MBK_OK ? mbk_calloc((size_t)r.work_cap, sizeof(int)) : NULL;
+    if (rc == MBK_OK && !k.want) rc = mbk_set_error(MBK_ENOMEM, "%s: out of memory", fn);
     pthread_mutex_lock(&r.lock);
-    while (rc == MBK_OK && !r.fatal) {
-        bool progressed = false;
-        /* records first: they free the workers' slots */
-        while (r.done_count > 0 && rc == MBK_OK) {
-            int slot = r.done_head, member = r.done_member[slot], status = r.done_status[slot];
-            memcpy(rec, r.done_rec + (size_t)slot * r.record_size, r.record_size);
-            r.done_head = (r.done_head + 1) % r.done_cap;
-            r.done_count--;
-            pthread_cond_signal(&r.space_cv);
-            pthread_mutex_unlock(&r.lock);
-            e->n_run++;
-            if (status < 0) e->n_failed++;
-            int drc = driver->deliver(driver_data, member, status, rec, record_size);
-            if (drc != 0) rc = mbk_last_status() < 0 ? mbk_last_status() : MBK_EUSER;
-            if (drc != 0 && mbk_last_status() >= 0)
-                mbk_set_error(MBK_EUSER, "%s: the result callback returned %d for member %d; the run stops", fn,
-                              drc, member);
-            pthread_mutex_lock(&r.lock);
-            progressed = true;
-        }
-        if (rc != MBK_OK) break;
-        /* more work */
-        int room = r.work_cap - r.work_count;
-        if (!exhausted && room > 0) {
-            pthread_mutex_unlock(&r.lock);
-            int got = driver->fetch(driver_data, want, room);
-            pthread_mutex_lock(&r.lock);
-            if (got < 0) {
-                exhausted = true;
-                r.stop = true;
-                pthread_cond_broadcast(&r.work_cv);
-            }
-            for (int k = 0; k < got && k < room; ++k) {
-                if (want[k] < 0 || want[k] >= e->n) {
-                    rc = mbk_set_error(MBK_EINVAL, "%s: the driver gave member %d; there are %d", fn, want[k], e->n);
-                    break;
-                }
-                r.work[(r.work_head + r.work_count) % r.work_cap] = want[k];
-                r.work_count++;
-                pthread_cond_signal(&r.work_cv);
-                progressed = true;
-            }
-        }
-        if (rc != MBK_OK) break;
-        if (exhausted && r.work_count == 0 && r.in_flight == 0 && r.done_count == 0) {
-            pthread_mutex_unlock(&r.lock);
-            bool fin = !driver->finished || driver->finished(driver_data);
-            pthread_mutex_lock(&r.lock);
-            if (fin) break;
-            /* the driver waits for others (rank 0 for the other ranks): poll every 2 ms */
-            struct timespec ts;
-            deadline_in(&ts, 0.002);
-            pthread_cond_timedwait(&r.coord_cv, &r.lock, &ts);
-            pthread_mutex_unlock(&r.lock);
-            int prc = driver->poll ? driver->poll(driver_data, 0.0) : 0;
-            pthread_mutex_lock(&r.lock);
-            if (prc != 0) rc = mbk_last_status() < 0 ? mbk_last_status() : MBK_EUSER;
-            continue;
-        }
-        /* a record may have arrived while the lock was released for fetch or finished */
-        if (progressed || r.done_count > 0) continue;
-        if (driver->poll) {
-            /* wake for the workers or, every 2 ms, for the driver's communication */
-            struct timespec ts;
-            deadline_in(&ts, 0.002);
-            pthread_cond_timedwait(&r.coord_cv, &r.lock, &ts);
-            pthread_mutex_unlock(&r.lock);
-            int prc = driver->poll(driver_data, 0.0);
-            pthread_mutex_lock(&r.lock);
-            if (prc != 0) rc = mbk_last_status() < 0 ? mbk_last_status() : MBK_EUSER;
-        } else {
-            /* every change the coordinator waits for signals coord_cv; the timeout is a safety net */
-            struct timespec ts;
-            deadline_in(&ts, 0.05);
-            pthread_cond_timedwait(&r.coord_cv, &r.lock, &ts);
-        }
-    }
-    if (rc == MBK_OK && r.fatal) rc = mbk_set_error(r.fatal, "%s", r.fatal_msg);
-    if (rc != MBK_OK && !r.fatal) {
-        r.fatal = rc; /* stop the workers after their current member */
-        pthread_cond_broadcast(&r.work_cv);
-        pthread_cond_broadcast(&r.space_cv);
-    }
-    r.stop = true;
-    pthread_cond_broadcast(&r.work_cv);
-    pthread_mutex_unlock(&r.lock);
-    for (int k = 0; k < nw; ++k)
-        if (w[k].started) pthread_join(w[k].thread, NULL);
-    pthread_cond_destroy(&r.space_cv);
-    pthread_cond_destroy(&r.coord_cv);
-    pthread_cond_destroy(&r.work_cv);
-    pthread_mutex_destroy(&r.lock);
-    mbk_free(want);
-    mbk_free(rec);
+    if (rc == MBK_OK) rc = coordinate(&k);
+    rc = finish_run(&r, w, nw, rc);
+    mbk_free(k.want);
+    mbk_free(k.rec);
     free_run(&r, w, nw);
     return rc;
 }
