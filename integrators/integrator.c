@@ -474,9 +474,10 @@ static int events_at(mbk_integrator *ig, double t1, bool any_fired, bool sched_d
     return DRIVE_STEPPED;
 }
 
-static int drive(mbk_integrator *ig, double t_report, bool one_step, const char *fn)
+/* What a call may not start from: an integrator not initialized or terminated, or a
+   t_report behind the current time. */
+static int check_drive(mbk_integrator *ig, double t_report, const char *fn)
 {
-    NEED_IG(ig, fn);
     if (!ig->initialized)
         return mbk_set_error(MBK_EINVAL, "%s (%s): call mbk_integrator_initialize with an initial State first",
                              fn, ig->ops.name);
@@ -489,13 +490,89 @@ static int drive(mbk_integrator *ig, double t_report, bool one_step, const char 
         return mbk_set_error(MBK_EINVAL, "%s (%s): t_report = %.17g is before the current time %.17g "
                                          "(or not finite); integrators only go forward",
                              fn, ig->ops.name, t_report, t);
+    return MBK_OK;
+}
+
+/* The step op once from t toward t_stop, its end *t1 checked to lie in (t, t_stop]. */
+static int take_step(mbk_integrator *ig, double t, double t_stop, double *t1, const char *fn)
+{
+    const bool in_place = (ig->flags & IG_IN_PLACE) != 0;
     int rc;
+    if (in_place && (rc = mbk_state_copy(ig->prev, ig->cur)) < 0) return step_failed(ig, rc, fn);
+    ig->roots_reported = false;
+    mbk_clear_error();
+    rc = ig->ops.step(ig->impl, ig, t_stop);
+    ig->steps_this_call++;
+    if (rc < 0) return failed(ig, rc, true, fn);
+    *t1 = mbk_state_get_time(ig->cur);
+    if (!(*t1 > t && *t1 <= t_stop)) {
+        if (!in_place) ig_uncommit(ig);
+        return failed(ig, mbk_set_error(MBK_EINTEGRATOR, "the step op went from t = %.17g to "
+                                        "%.17g, outside (t, t_stop = %.17g]", t, *t1, t_stop),
+                      true, fn);
+    }
+    ig->h_prev = *t1 - t;
+    if (!in_place) ig->stats.steps_taken++; /* in-place integrators report their own */
+    return MBK_OK;
+}
+
+/* What a step's witnesses say: nothing, events at its end, or step again to just past
+   an event found inside it. */
+enum { CROSS_NONE, CROSS_FIRED, CROSS_AGAIN };
+
+/* The witnesses after a step to t1 (by the driver's own crossing checks; in-place
+   integrators find their roots themselves). An event inside the step, localized by
+   interpolation, undoes the step (while backups are left) so that the next one ends
+   just past it; without interpolation the events are taken at t1. Returns CROSS_* or a
+   negative status. */
+static int step_crossings(mbk_integrator *ig, double t1, const char *fn)
+{
+    if (ig->nw == 0) return CROSS_NONE;
+    if (ig->flags & IG_IN_PLACE) return ig->roots_reported ? CROSS_FIRED : CROSS_NONE;
+    int rc;
+    if ((rc = ig_read_witnesses(ig, ig->cur, ig->w1)) < 0) {
+        ig_uncommit(ig);
+        return step_failed(ig, rc, fn);
+    }
+    bool any = false;
+    for (int i = 0; i < ig->nw && !any; ++i) any = ig_crossing(ig->w0[i], ig->w1[i], ig->w_dir[i]);
+    if (!any) return CROSS_NONE;
+    double tlo, thi;
+    rc = ig->prev_valid ? ig_localize(ig, &tlo, &thi) : MBK_ERETRY;
+    if (rc == MBK_ERETRY) { /* cannot interpolate: take the event at t1 */
+        for (int i = 0; i < ig->nw; ++i) ig->fired[i] = ig_crossing(ig->w0[i], ig->w1[i], ig->w_dir[i]);
+        thi = t1;
+    } else if (rc < 0) {
+        return step_failed(ig, rc, fn);
+    }
+    if (!(thi < t1 && ig->loc_count < MAX_LOCALIZE_BACKUPS)) return CROSS_FIRED;
+    /* step again from the start of this step to just past the event */
+    mbk_state *tmp = ig->cur;
+    ig->cur = ig->prev;
+    ig->prev = tmp;
+    ig->prev_valid = false;
+    ig->loc_target = thi;
+    ig->loc_count++;
+    ig->stats.steps_taken--;
+    for (int i = 0; i < ig->nw; ++i) ig->fired[i] = false;
+    if (ig->ops.reinitialize && (rc = ig->ops.reinitialize(ig->impl, ig, MBK_STAGE_TIME)) != 0)
+        return step_failed(ig, rc, fn);
+    return CROSS_AGAIN;
+}
+
+/* Steps until t_report (MBK_OK), an event handled (MBK_EVENT), one step taken
+   (one_step: DRIVE_STEPPED), termination or a failure. */
+static int drive(mbk_integrator *ig, double t_report, bool one_step, const char *fn)
+{
+    NEED_IG(ig, fn);
+    int rc = check_drive(ig, t_report, fn);
+    if (rc != MBK_OK) return rc; /* MBK_TERMINATED is not negative */
+    double t = mbk_state_get_time(ig->cur);
     if (ig->settings_changed) {
         ig->settings_changed = false;
         if (ig->ops.reinitialize && (rc = ig->ops.reinitialize(ig->impl, ig, MBK_STAGE_INFINITY)) != 0)
             return step_failed(ig, rc, fn);
     }
-    const bool in_place = (ig->flags & IG_IN_PLACE) != 0;
     if (ig->pending.any) {
         /* events left pending by a handler that failed in the last call */
         ig_pending p = ig->pending;
@@ -507,6 +584,8 @@ static int drive(mbk_integrator *ig, double t_report, bool one_step, const char 
     for (;;) {
         t = mbk_state_get_time(ig->cur);
         if (t >= t_report) return MBK_OK;
+        /* the step stops at the report time, the next scheduled event or report, or an
+           event being localized */
         double t_sched = INFINITY;
         if ((rc = ig_query_scheduled(ig, &t_sched)) < 0) return step_failed(ig, rc, fn);
         double t_rep = ig->ev_index >= 0 ? mbk_system_get_next_report_time(ig->sys, t) : INFINITY;
@@ -520,66 +599,17 @@ static int drive(mbk_integrator *ig, double t_report, bool one_step, const char 
                                  "mbk_integrator_set_max_steps, loosen the accuracy, or look for "
                                  "stiffness or a discontinuity in the model",
                                  fn, ig->ops.name, ig->steps_this_call, t_report, t, ig->h_prev);
-        if (in_place && (rc = mbk_state_copy(ig->prev, ig->cur)) < 0) return step_failed(ig, rc, fn);
-        ig->roots_reported = false;
-        mbk_clear_error();
-        rc = ig->ops.step(ig->impl, ig, t_stop);
-        ig->steps_this_call++;
-        if (rc < 0) return failed(ig, rc, true, fn);
-        double t1 = mbk_state_get_time(ig->cur);
-        if (!(t1 > t && t1 <= t_stop) && !in_place) ig_uncommit(ig);
-        if (!(t1 > t && t1 <= t_stop))
-            return failed(ig, mbk_set_error(MBK_EINTEGRATOR, "the step op went from t = %.17g to "
-                                            "%.17g, outside (t, t_stop = %.17g]", t, t1, t_stop),
-                          true, fn);
-        ig->h_prev = t1 - t;
-        if (!in_place) ig->stats.steps_taken++; /* in-place integrators report their own */
-        bool any_fired = false;
-        if (ig->nw > 0) {
-            if (in_place) {
-                any_fired = ig->roots_reported;
-            } else {
-                if ((rc = ig_read_witnesses(ig, ig->cur, ig->w1)) < 0) {
-                    ig_uncommit(ig);
-                    return step_failed(ig, rc, fn);
-                }
-                bool any = false;
-                for (int i = 0; i < ig->nw && !any; ++i) any = ig_crossing(ig->w0[i], ig->w1[i], ig->w_dir[i]);
-                if (any) {
-                    double tlo, thi;
-                    rc = ig->prev_valid ? ig_localize(ig, &tlo, &thi) : MBK_ERETRY;
-                    if (rc == MBK_ERETRY) { /* cannot interpolate: take the event at t1 */
-                        for (int i = 0; i < ig->nw; ++i)
-                            ig->fired[i] = ig_crossing(ig->w0[i], ig->w1[i], ig->w_dir[i]);
-                        thi = t1;
-                    } else if (rc < 0) {
-                        return step_failed(ig, rc, fn);
-                    }
-                    if (thi < t1 && ig->loc_count < MAX_LOCALIZE_BACKUPS) {
-                        /* Step again from the start of this step to just past the event. */
-                        mbk_state *tmp = ig->cur;
-                        ig->cur = ig->prev;
-                        ig->prev = tmp;
-                        ig->prev_valid = false;
-                        ig->loc_target = thi;
-                        ig->loc_count++;
-                        ig->stats.steps_taken--;
-                        for (int i = 0; i < ig->nw; ++i) ig->fired[i] = false;
-                        if (ig->ops.reinitialize &&
-                            (rc = ig->ops.reinitialize(ig->impl, ig, MBK_STAGE_TIME)) != 0)
-                            return step_failed(ig, rc, fn);
-                        continue;
-                    }
-                    any_fired = true;
-                }
-            }
-        }
+        double t1 = t;
+        if ((rc = take_step(ig, t, t_stop, &t1, fn)) < 0) return rc;
+        const int cross = step_crossings(ig, t1, fn);
+        if (cross < 0) return cross;
+        if (cross == CROSS_AGAIN) continue;
+        const bool any_fired = cross == CROSS_FIRED;
         if (any_fired || t1 >= ig->loc_target) {
             ig->loc_target = INFINITY;
             ig->loc_count = 0;
         }
-        bool sched_due = t1 == t_sched, rep_due = t1 == t_rep;
-        rc = events_at(ig, t1, any_fired, sched_due, rep_due, fn);
+        rc = events_at(ig, t1, any_fired, t1 == t_sched, t1 == t_rep, fn);
         if (rc != DRIVE_STEPPED) return rc;
         if (t1 >= t_report) return MBK_OK;
         if (ig->last_handled > 0) return MBK_EVENT;
