@@ -214,6 +214,52 @@ static int give_up(rk_impl *r, mbk_integrator *ig, int status, double t, double 
                          mbk_integrator_get_name(ig), t, h, hmin, r->reason);
 }
 
+/* Where a trial step of h from t0 toward t_stop ends: at t_stop when it is near
+   enough (*land), else at t0 + h, or halfway when a whole h would leave a sliver. */
+static double trial_end(double t0, double t_stop, double h, double hmin, bool fixed, bool *land)
+{
+    const double remaining = t_stop - t0;
+    double ht = h;
+    *land = false;
+    if (remaining <= 2.0 * hmin) *land = true;
+    else if (fixed) *land = remaining <= ht * (1 + 1e-9);
+    else if (remaining <= 1.1 * ht) *land = true;
+    else if (remaining < 2.0 * ht) ht = 0.5 * remaining;
+    return *land ? t_stop : t0 + ht;
+}
+
+/* The method once from (t0, y0, f0) over he: the end in r->Y1, the error estimate
+   (if the method has one) in r->ERR. */
+static int rk_trial(rk_impl *r, mbk_integrator *ig, double t0, const double *y0, const double *f0, double he,
+                    bool fixed)
+{
+    switch (r->kind) {
+    case RK_MERSON: return merson(r, ig, t0, y0, f0, he); /* with a fixed step the estimate is unused */
+    case RK_4: return fixed ? rk4_core(r, ig, t0, y0, f0, he, r->Y1) : rk4_doubling(r, ig, t0, y0, f0, he);
+    case RK_EULER:
+        for (int i = 0; i < r->ny; ++i) r->Y1[i] = y0[i] + he * f0[i];
+        return MBK_OK;
+    default: return semi_euler(r, ig, t0, y0, f0, he);
+    }
+}
+
+/* The next step after one of he accepted with error norm: the usual controller,
+   between 0.2 and 5 times he (at most he after an error failure), no smaller than h
+   after a short landing step, and within max_step. p: the estimate's order. */
+static double next_h(const mbk_integrator_settings *set, double norm, double he, double h, double p, bool land,
+                     int error_failures)
+{
+    double fac = norm > 0 ? 0.9 * pow(norm, -1.0 / p) : 5.0;
+    fac = fmin(5.0, fmax(0.2, fac));
+    if (error_failures > 0) fac = fmin(fac, 1.0);
+    double hn = he * fac;
+    if (land && he < h) hn = fmax(hn, fmin(h, h * fac)); /* a short landing step is no evidence */
+    return fmin(hn, set->max_step);
+}
+
+/* A step from the integrator's State toward t_stop: trials from the proposed size,
+   halved after recoverable failures and shrunk after error failures, until one is
+   accepted and committed or the size falls below the minimum. */
 static int rk_step(void *impl, mbk_integrator *ig, double t_stop)
 {
     rk_impl *r = impl;
@@ -228,24 +274,15 @@ static int rk_step(void *impl, mbk_integrator *ig, double t_stop)
     const bool euler_kind = r->kind == RK_EULER || r->kind == RK_SEMI_EULER;
     /* exponent of the step-size controller: the order of the error estimate */
     const double p = r->kind == RK_MERSON ? 4.0 : r->kind == RK_4 ? 5.0 : 2.0;
-    double h;
-    if (fixed) h = set.fixed_step;
-    else {
-        h = r->h_next > 0 ? r->h_next
-                          : start_step(r, ig, &set, t0, y0, f0, euler_kind ? 1 : 4);
-        h = fmin(h, set.max_step);
-    }
+    double h = fixed ? set.fixed_step
+                     : fmin(r->h_next > 0 ? r->h_next : start_step(r, ig, &set, t0, y0, f0, euler_kind ? 1 : 4),
+                            set.max_step);
     int failures = 0, error_failures = 0, status = MBK_EINTEGRATOR;
     r->reason[0] = '\0';
     for (;;) {
-        double remaining = t_stop - t0, ht = h;
-        bool land = false;
-        double hmin = ig_min_step(ig, t0);
-        if (remaining <= 2.0 * hmin) land = true;
-        else if (fixed) land = remaining <= ht * (1 + 1e-9);
-        else if (remaining <= 1.1 * ht) land = true;
-        else if (remaining < 2.0 * ht) ht = 0.5 * remaining;
-        double t1 = land ? t_stop : t0 + ht, he = t1 - t0;
+        const double hmin = ig_min_step(ig, t0);
+        bool land;
+        const double t1 = trial_end(t0, t_stop, h, hmin, fixed, &land), he = t1 - t0;
         if (!(he > 0) || (he < hmin && !land) || failures > RK_MAX_FAILURES) {
             if (!r->reason[0] && !(set.min_step > 0 && hmin <= set.min_step))
                 snprintf(r->reason, sizeof r->reason, "the step could not be made small enough");
@@ -253,22 +290,8 @@ static int rk_step(void *impl, mbk_integrator *ig, double t_stop)
         }
         st->steps_attempted++;
         double norm = 0;
-        int rc;
-        switch (r->kind) {
-        case RK_MERSON:
-            rc = merson(r, ig, t0, y0, f0, he); /* with a fixed step the estimate is unused */
-            break;
-        case RK_4:
-            rc = fixed ? rk4_core(r, ig, t0, y0, f0, he, r->Y1) : rk4_doubling(r, ig, t0, y0, f0, he);
-            break;
-        case RK_EULER:
-            for (int i = 0; i < r->ny; ++i) r->Y1[i] = y0[i] + he * f0[i];
-            rc = MBK_OK;
-            break;
-        default:
-            rc = semi_euler(r, ig, t0, y0, f0, he);
-            break;
-        }
+        int rc = rk_trial(r, ig, t0, y0, f0, he, fixed);
+        /* the error of the higher-order methods, before committing */
         if (rc == MBK_OK && !fixed && !euler_kind) rc = ig_project_error(ig, t1, r->Y1, r->ERR);
         if (rc == MBK_OK && !fixed && !euler_kind) {
             norm = mbk_integrator_calc_error_norm(ig, r->ERR, y0, r->Y1);
@@ -283,6 +306,7 @@ static int rk_step(void *impl, mbk_integrator *ig, double t_stop)
             }
         }
         if (rc == MBK_OK) rc = mbk_integrator_commit_step(ig, t1, r->Y1);
+        /* Euler's error from the change of ydot over the committed step */
         if (rc == MBK_OK && euler_kind && !fixed) {
             const double *f1 = mbk_state_get_ydot(mbk_integrator_get_state(ig));
             for (int i = 0; i < r->ny; ++i) r->ERR[i] = 0.5 * he * (f1[i] - f0[i]);
@@ -308,16 +332,7 @@ static int rk_step(void *impl, mbk_integrator *ig, double t_stop)
             continue;
         }
         if (rc < 0) return rc;
-        if (fixed) {
-            r->h_next = set.fixed_step;
-        } else {
-            double fac = norm > 0 ? 0.9 * pow(norm, -1.0 / p) : 5.0;
-            fac = fmin(5.0, fmax(0.2, fac));
-            if (error_failures > 0) fac = fmin(fac, 1.0);
-            double hn = he * fac;
-            if (land && he < h) hn = fmax(hn, fmin(h, h * fac)); /* a short landing step is no evidence */
-            r->h_next = fmin(hn, set.max_step);
-        }
+        r->h_next = fixed ? set.fixed_step : next_h(&set, norm, he, h, p, land, error_failures);
         ig->h_pred = r->h_next;
         return MBK_OK;
     }
