@@ -105,18 +105,18 @@ static void usage(FILE *f)
 }
 
 typedef struct run_options {
-    const char *model;
-    double t_final, accuracy, step, interval;
-    const char *integrator;
-    bool have_gravity;
-    mbk_vec3 gravity;
-    const char *q0, *u0;
-    const char *output, *plot, *html;
-    bool view;                 /* mbk view: a run shown in the viewer page */
-    long max_steps;
-    bool quiet, all;
-    double bench_time;
-    app_model_options mo;
+    const char *model;                  /* MODEL: a URDF file or builtin:... */
+    double t_final, accuracy, step, interval; /* --t-final, --accuracy, --step (0: none), --interval */
+    const char *integrator;             /* --integrator */
+    bool have_gravity;                  /* --gravity given */
+    mbk_vec3 gravity;                   /* its value */
+    const char *q0, *u0;                /* --q0, --u0 (NULL: the model's) */
+    const char *output, *plot, *html;   /* --output, --plot, --html ("none": not written) */
+    bool view;                          /* mbk view: a run shown in the viewer page */
+    long max_steps;                     /* --max-steps */
+    bool quiet, all;                    /* --quiet (no progress line), --all (mbk info) */
+    double bench_time;                  /* --time (mbk bench) */
+    app_model_options mo;               /* how the model is loaded (URDF options) */
     const char *checkpoint, *resume; /* --checkpoint FILE, --resume FILE */
     double checkpoint_every;         /* 0: only at the end */
     bool interval_given;
@@ -434,169 +434,193 @@ static void print_dissipation(const app_model *m, const mbk_state *s, double e0,
                total, n, n == 1 ? "" : "s", e_end + total - e0);
 }
 
-static int cmd_run(const run_options *o)
-{
+/* What a run carries from its start through its summary and outputs. */
+typedef struct run_ctx {
+    const run_options *o;
     app_model m;
-    int status = app_model_load(o->model, &o->mo, &m);
-    if (status) return status;
-    mbk_state *s0 = NULL;
-    app_integrator *ig = NULL;
-    app_series ser = {0};
-    app_resumed rs = {.k_first = 1, .interval = o->interval, .meta = {.t0 = NAN, .e0 = NAN}};
-    double t0 = app_now();
-    if (o->resume) {
-        status = app_resume(o->resume, &m, o->output, o->interval, o->interval_given, o->t_final, &ser, &rs);
-        ig = rs.ig; /* freed at out: also when the resume was refused */
-        if (status) goto out;
-        goto simulate;
-    }
-    s0 = app_model_initial_state(&m);
-    if (!s0) {
-        status = APP_FAILED;
-        goto out;
-    }
-    if (o->have_gravity) {
-        if (m.gravity_force < 0) {
-            fprintf(stderr, "mbk run: --gravity: this model has no gravity element\n");
-            status = APP_USAGE;
-            goto out;
-        }
-        if (mbk_force_set_gravity(mbk_multibody_get_forces(m.sys), s0, m.gravity_force, o->gravity) < 0) {
-            status = app_fail("setting gravity");
-            goto out;
-        }
-    }
-    char pose_note[1024];
-    if (app_model_default_pose(&m, s0, pose_note, sizeof pose_note)) {
-        status = APP_FAILED;
-        goto out;
-    }
-    if ((o->q0 && (status = apply_list(&m, s0, o->q0, true))) || (o->u0 && (status = apply_list(&m, s0, o->u0, false))))
-        goto out;
-    if (mbk_system_realize(m.sys, s0, MBK_STAGE_VELOCITY) < 0) {
-        status = app_fail("realizing the initial State");
-        goto out;
-    }
+    mbk_state *s0;         /* the initial State (a fresh run) */
+    app_integrator *ig;
+    app_series ser;        /* the samples */
+    app_resumed rs;        /* what a resumed run took from its file; the metadata to write */
+    double t0;             /* the wall clock when the integration started */
+    double t_begin;        /* the simulated time it started from */
+    double wall;           /* wall seconds the simulation took */
+    double e0;             /* the energy at the first sample */
+    double max_drift;      /* max |E - E(0)| over the samples */
+    double e_scale;        /* max |KE| + |PE|: what a relative drift is measured against */
+    int checkpoints;       /* checkpoints written */
+    double t_checkpoint;   /* the time of the last */
+    char pose_note[1024];  /* how the initial pose was chosen ("" for the model's own, or resumed) */
+    char why[1024];        /* why the simulation stopped early ("" if it did not) */
+} run_ctx;
 
-    t0 = app_now();
-    ig = app_integrator_start(m.sys, o->integrator, o->accuracy, o->step, o->max_steps, s0);
-    if (!ig) {
-        status = app_fail("starting the integrator");
-        goto out;
-    }
-    if (o->checkpoint && !app_integrator_library(ig)) {
-        fprintf(stderr, "mbk run: --checkpoint: the model has no state variables; there is nothing to checkpoint\n");
-        status = APP_FAILED;
-        goto out;
-    }
-    ser.nq = mbk_state_get_nq(app_integrator_state(ig)), ser.nu = mbk_state_get_nu(app_integrator_state(ig));
-    if ((status = app_series_sample(&ser, m.sys, app_integrator_state(ig)))) goto out;
-    snprintf(rs.meta.integrator, sizeof rs.meta.integrator, "%s", o->integrator);
-    rs.meta.t0 = ser.t[0], rs.meta.e0 = ser.ke[0] + ser.pe[0];
-simulate:;
-    snprintf(rs.meta.model, sizeof rs.meta.model, "%s", m.spec);
-    rs.meta.interval = rs.interval;
-    const mbk_state *s = app_integrator_state(ig);
-    double t_begin = mbk_state_get_time(s), every = o->checkpoint_every;
-    bool tty = isatty(STDERR_FILENO) && !o->quiet, shown = false;
-    double last_shown = t0;
-    long n = (long)ceil(o->t_final / rs.interval - 1e-9);
-    char why[1024] = "";
-    double max_drift = 0, e0 = isfinite(rs.meta.e0) ? rs.meta.e0 : ser.ke[0] + ser.pe[0], e_scale = 0;
-    for (long j = 0; j < ser.n; ++j) {
-        max_drift = fmax(max_drift, fabs(ser.ke[j] + ser.pe[j] - e0));
-        e_scale = fmax(e_scale, fabs(ser.ke[j]) + fabs(ser.pe[j]));
-    }
-    double next_checkpoint = every > 0 ? (floor(t_begin / every) + 1) * every : INFINITY;
-    int checkpoints = 0;
-    double t_checkpoint = NAN;
-    for (long k = rs.k_first; k <= n; ++k) {
-        double t = k == n ? o->t_final : k * rs.interval;
-        if (app_integrator_step_to(ig, t) < 0) {
-            fprintf(stderr, "%smbk run: the simulation failed at t = %.6g s: %s (%s)\n", shown ? "\n" : "",
-                    mbk_state_get_time(app_integrator_state(ig)), mbk_last_error(), mbk_status_name(mbk_last_status()));
-            app_hint(mbk_last_error());
-            snprintf(why, sizeof why, "the simulation failed at t = %.6g s: %s (%s)",
-                     mbk_state_get_time(app_integrator_state(ig)), mbk_last_error(), mbk_status_name(mbk_last_status()));
-            status = APP_FAILED;
-            break;
+/* A fresh run's initial State (gravity, pose, --q0, --u0), its integrator, the first
+   sample and the metadata a checkpoint keeps. */
+static int start_fresh(run_ctx *r)
+{
+    const run_options *o = r->o;
+    app_model *m = &r->m;
+    r->s0 = app_model_initial_state(m);
+    if (!r->s0) return APP_FAILED;
+    if (o->have_gravity) {
+        if (m->gravity_force < 0) {
+            fprintf(stderr, "mbk run: --gravity: this model has no gravity element\n");
+            return APP_USAGE;
         }
-        s = app_integrator_state(ig);
-        if ((status = app_series_sample(&ser, m.sys, s))) break;
-        max_drift = fmax(max_drift, fabs(ser.ke[ser.n - 1] + ser.pe[ser.n - 1] - e0));
-        e_scale = fmax(e_scale, fabs(ser.ke[ser.n - 1]) + fabs(ser.pe[ser.n - 1]));
+        if (mbk_force_set_gravity(mbk_multibody_get_forces(m->sys), r->s0, m->gravity_force, o->gravity) < 0)
+            return app_fail("setting gravity");
+    }
+    if (app_model_default_pose(m, r->s0, r->pose_note, sizeof r->pose_note)) return APP_FAILED;
+    int status;
+    if ((o->q0 && (status = apply_list(m, r->s0, o->q0, true))) || (o->u0 && (status = apply_list(m, r->s0, o->u0, false))))
+        return status;
+    if (mbk_system_realize(m->sys, r->s0, MBK_STAGE_VELOCITY) < 0) return app_fail("realizing the initial State");
+    r->t0 = app_now();
+    r->ig = app_integrator_start(m->sys, o->integrator, o->accuracy, o->step, o->max_steps, r->s0);
+    if (!r->ig) return app_fail("starting the integrator");
+    if (o->checkpoint && !app_integrator_library(r->ig)) {
+        fprintf(stderr, "mbk run: --checkpoint: the model has no state variables; there is nothing to checkpoint\n");
+        return APP_FAILED;
+    }
+    const mbk_state *s = app_integrator_state(r->ig);
+    r->ser.nq = mbk_state_get_nq(s), r->ser.nu = mbk_state_get_nu(s);
+    if ((status = app_series_sample(&r->ser, m->sys, s))) return status;
+    snprintf(r->rs.meta.integrator, sizeof r->rs.meta.integrator, "%s", o->integrator);
+    r->rs.meta.t0 = r->ser.t[0], r->rs.meta.e0 = r->ser.ke[0] + r->ser.pe[0];
+    return APP_OK;
+}
+
+/* The energy's drift and scale over the samples from `from` on. */
+static void track_energy(run_ctx *r, long from)
+{
+    for (long j = from; j < r->ser.n; ++j) {
+        r->max_drift = fmax(r->max_drift, fabs(r->ser.ke[j] + r->ser.pe[j] - r->e0));
+        r->e_scale = fmax(r->e_scale, fabs(r->ser.ke[j]) + fabs(r->ser.pe[j]));
+    }
+}
+
+/* Sample k's time reached: say why not, or sample it. */
+static int step_to_sample(run_ctx *r, double t, bool shown)
+{
+    if (app_integrator_step_to(r->ig, t) < 0) {
+        const double t_fail = mbk_state_get_time(app_integrator_state(r->ig));
+        fprintf(stderr, "%smbk run: the simulation failed at t = %.6g s: %s (%s)\n", shown ? "\n" : "", t_fail,
+                mbk_last_error(), mbk_status_name(mbk_last_status()));
+        app_hint(mbk_last_error());
+        snprintf(r->why, sizeof r->why, "the simulation failed at t = %.6g s: %s (%s)", t_fail, mbk_last_error(),
+                 mbk_status_name(mbk_last_status()));
+        return APP_FAILED;
+    }
+    int status = app_series_sample(&r->ser, r->m.sys, app_integrator_state(r->ig));
+    if (!status) track_energy(r, r->ser.n - 1);
+    return status;
+}
+
+/* From the first sample to t_final: a sample every interval, checkpoints when due,
+   and a progress line on a terminal. */
+static int simulate(run_ctx *r)
+{
+    const run_options *o = r->o;
+    snprintf(r->rs.meta.model, sizeof r->rs.meta.model, "%s", r->m.spec);
+    r->rs.meta.interval = r->rs.interval;
+    r->t_begin = mbk_state_get_time(app_integrator_state(r->ig));
+    const double every = o->checkpoint_every;
+    const bool tty = isatty(STDERR_FILENO) && !o->quiet;
+    bool shown = false;
+    double last_shown = r->t0;
+    const long n = (long)ceil(o->t_final / r->rs.interval - 1e-9);
+    r->e0 = isfinite(r->rs.meta.e0) ? r->rs.meta.e0 : r->ser.ke[0] + r->ser.pe[0];
+    track_energy(r, 0);
+    double next_checkpoint = every > 0 ? (floor(r->t_begin / every) + 1) * every : INFINITY;
+    int status = APP_OK;
+    for (long k = r->rs.k_first; k <= n; ++k) {
+        const double t = k == n ? o->t_final : k * r->rs.interval;
+        if ((status = step_to_sample(r, t, shown))) break;
         if (o->checkpoint && (t >= next_checkpoint || k == n)) {
-            rs.meta.sample = k;
-            if ((status = app_checkpoint_write(o->checkpoint, ig, &rs.meta, o->output, &ser, rs.kept, rs.kept_rows)))
+            r->rs.meta.sample = k;
+            if ((status = app_checkpoint_write(o->checkpoint, r->ig, &r->rs.meta, o->output, &r->ser, r->rs.kept,
+                                               r->rs.kept_rows)))
                 break;
-            ++checkpoints, t_checkpoint = t;
+            ++r->checkpoints, r->t_checkpoint = t;
             if (every > 0) next_checkpoint = (floor(t / every) + 1) * every;
         }
-        double now = app_now();
-        if (tty && now - t0 > 1.0 && now - last_shown > 0.1) {
+        const double now = app_now();
+        if (tty && now - r->t0 > 1.0 && now - last_shown > 0.1) {
             fprintf(stderr, "\r  t = %.4g of %.4g s (%3.0f%%), %.1f s wall ", t, o->t_final, 100 * t / o->t_final,
-                    now - t0);
+                    now - r->t0);
             last_shown = now, shown = true;
         }
     }
-    double wall = app_now() - t0;
+    r->wall = app_now() - r->t0;
     if (shown) fprintf(stderr, "\r%*s\r", 60, "");
+    return status;
+}
 
-    /* summary */
-    app_stats st;
-    app_integrator_stats(ig, &st);
-    const mbk_matter *mt = mbk_multibody_get_matter(m.sys);
-    double t_end = ser.t[ser.n - 1], e_end = ser.ke[ser.n - 1] + ser.pe[ser.n - 1];
-    printf("mbk %s: %s %s\n", mbk_version(), status ? "simulation stopped early:" : "simulated", m.spec);
-    printf("  model        %s\n", m.title);
-    if (pose_note[0]) printf("  start        %s\n", pose_note);
-    printf("  size         %d bod%s + Ground, nq = %d, nu = %d, %d constraint%s, %.6g kg\n", m.n_bodies - 1,
-           m.n_bodies == 2 ? "y" : "ies", ser.nq, ser.nu, mbk_matter_get_num_constraints(mt), mbk_matter_get_num_constraints(mt) == 1 ? "" : "s",
-           mbk_matter_get_total_mass(mt));
-    printf("  integrator   %s", st.integrator);
+/* The summary on standard output: the model, the integrator's work, the energy, the
+   wall time. */
+static void print_summary(const run_ctx *r, const app_stats *st, int status)
+{
+    const run_options *o = r->o;
+    const app_model *m = &r->m;
+    const app_series *ser = &r->ser;
+    const mbk_matter *mt = mbk_multibody_get_matter(m->sys);
+    const double t_end = ser->t[ser->n - 1], e_end = ser->ke[ser->n - 1] + ser->pe[ser->n - 1], e0 = r->e0;
+    printf("mbk %s: %s %s\n", mbk_version(), status ? "simulation stopped early:" : "simulated", m->spec);
+    printf("  model        %s\n", m->title);
+    if (r->pose_note[0]) printf("  start        %s\n", r->pose_note);
+    printf("  size         %d bod%s + Ground, nq = %d, nu = %d, %d constraint%s, %.6g kg\n", m->n_bodies - 1,
+           m->n_bodies == 2 ? "y" : "ies", ser->nq, ser->nu, mbk_matter_get_num_constraints(mt),
+           mbk_matter_get_num_constraints(mt) == 1 ? "" : "s", mbk_matter_get_total_mass(mt));
+    printf("  integrator   %s", st->integrator);
     mbk_integrator_settings set = {.accuracy = o->accuracy, .fixed_step = o->step};
-    if (app_integrator_library(ig)) mbk_integrator_get_settings(app_integrator_library(ig), &set); /* resumed: the file's */
-    if (st.integrated && set.fixed_step > 0) printf(", fixed step %g s", set.fixed_step);
-    else if (st.integrated) printf(", accuracy %g (error-controlled steps)", set.accuracy);
+    if (app_integrator_library(r->ig)) mbk_integrator_get_settings(app_integrator_library(r->ig), &set); /* resumed: the file's */
+    if (st->integrated && set.fixed_step > 0) printf(", fixed step %g s", set.fixed_step);
+    else if (st->integrated) printf(", accuracy %g (error-controlled steps)", set.accuracy);
     printf("\n");
     printf("  steps        %ld taken, %ld attempted (%ld rejected by the error test), %ld ydot evaluations",
-           st.steps, st.attempts, st.rejected, st.rhs);
-    if (st.integrated) printf(", %ld projections", st.projections);
-    if (st.convergence_failures) printf(", %ld convergence failures", st.convergence_failures);
+           st->steps, st->attempts, st->rejected, st->rhs);
+    if (st->integrated) printf(", %ld projections", st->projections);
+    if (st->convergence_failures) printf(", %ld convergence failures", st->convergence_failures);
     printf("\n");
     printf("  time         0 -> %g s\n", t_end);
     /* a relative drift only means something when E(0) is not tiny next to the energies involved */
     char relative[64] = "";
-    if (fabs(e0) > 1e-6 * e_scale && fabs(e0) > 0)
+    if (fabs(e0) > 1e-6 * r->e_scale && fabs(e0) > 0)
         snprintf(relative, sizeof relative, " (%.2e relative)", fabs(e_end - e0) / fabs(e0));
     printf("  energy       E(0) = %.10g J, E(end) = %.10g J: drift %.3e J%s, max |E - E(0)| %.3e J%s%s\n",
-           e0, e_end, e_end - e0, relative, max_drift,
+           e0, e_end, e_end - e0, relative, r->max_drift,
            relative[0] ? "" : "\n               (no relative drift: E(0) is too near 0 to divide by)",
-           m.dissipative ? "\n               (the model has dampers, stops, friction or contact: energy is not conserved)"
-                         : "");
-    print_dissipation(&m, app_integrator_state(ig), e0, e_end);
-    printf("  wall time    %.3f s, real-time factor %.3g (simulated s per wall s)\n", wall,
-           wall > 0 ? (t_end - t_begin) / wall : INFINITY);
-    if (o->resume) printf("  resumed      from %s at t = %.10g s\n", o->resume, rs.t);
-    if (checkpoints)
-        printf("  checkpoint   %s (%d written, the last at t = %.10g s)\n", o->checkpoint, checkpoints, t_checkpoint);
+           m->dissipative ? "\n               (the model has dampers, stops, friction or contact: energy is not conserved)"
+                          : "");
+    print_dissipation(m, app_integrator_state(r->ig), e0, e_end);
+    printf("  wall time    %.3f s, real-time factor %.3g (simulated s per wall s)\n", r->wall,
+           r->wall > 0 ? (t_end - r->t_begin) / r->wall : INFINITY);
+    if (o->resume) printf("  resumed      from %s at t = %.10g s\n", o->resume, r->rs.t);
+    if (r->checkpoints)
+        printf("  checkpoint   %s (%d written, the last at t = %.10g s)\n", o->checkpoint, r->checkpoints,
+               r->t_checkpoint);
+}
 
-    /* outputs (also after a failure: what was simulated is still worth looking at) */
-    const char *title = m.spec;
+/* The trajectory, the plot and the viewer page (also after a failure: what was
+   simulated is still worth looking at). */
+static int write_outputs(const run_ctx *r, const app_stats *st, int status)
+{
+    const run_options *o = r->o;
     if (strcmp(o->output, "none")) {
         app_make_parent_dir(o->output);
-        if (app_write_trajectory(o->output, &ser, rs.kept, rs.kept_rows)) {
+        if (app_write_trajectory(o->output, &r->ser, r->rs.kept, r->rs.kept_rows)) {
             fprintf(stderr, "mbk run: cannot write %s: %s\n", o->output, strerror(errno));
             if (!status) status = APP_OUTPUT;
         } else {
-            printf("  trajectory   %s (%ld rows: t, %d q, %d u, energy)\n", o->output, ser.n, ser.nq, ser.nu);
+            printf("  trajectory   %s (%ld rows: t, %d q, %d u, energy)\n", o->output, r->ser.n, r->ser.nq,
+                   r->ser.nu);
         }
     }
     if (strcmp(o->plot, "none")) {
         app_make_parent_dir(o->plot);
         char t2[700];
-        snprintf(t2, sizeof t2, "mbk run %s: q and energy against time (%s)", title, st.integrator);
-        if (app_write_svg(o->plot, &ser, t2)) {
+        snprintf(t2, sizeof t2, "mbk run %s: q and energy against time (%s)", r->m.spec, st->integrator);
+        if (app_write_svg(o->plot, &r->ser, t2)) {
             fprintf(stderr, "mbk run: cannot write %s: %s\n", o->plot, strerror(errno));
             if (!status) status = APP_OUTPUT;
         } else {
@@ -604,22 +628,47 @@ simulate:;
         }
     }
     if (o->html && strcmp(o->html, "none")) {
-        app_run_info ri = {o->view ? "view" : "run", st.integrator, o->t_final, status != APP_OK, why,
+        app_run_info ri = {o->view ? "view" : "run", st->integrator, o->t_final, status != APP_OK, r->why,
                            o->have_gravity, o->gravity, !o->view};
         char err[1024];
-        if (app_write_html(o->html, &m, &ser, &ri, err, sizeof err)) {
+        if (app_write_html(o->html, &r->m, &r->ser, &ri, err, sizeof err)) {
             fprintf(stderr, "mbk %s: --html: %s\n", ri.command, err);
             if (!status) status = APP_OUTPUT;
         } else {
             printf("  viewer       %s (open it in a browser)\n", o->html);
         }
     }
-out:
-    free(rs.kept);
-    app_series_free(&ser);
-    app_integrator_free(ig);
-    mbk_state_destroy(s0);
-    app_model_free(&m);
+    return status;
+}
+
+static int cmd_run(const run_options *o)
+{
+    run_ctx r;
+    memset(&r, 0, sizeof r);
+    r.o = o;
+    r.rs = (app_resumed){.k_first = 1, .interval = o->interval, .meta = {.t0 = NAN, .e0 = NAN}};
+    r.t_checkpoint = NAN;
+    int status = app_model_load(o->model, &o->mo, &r.m);
+    if (status) return status;
+    r.t0 = app_now();
+    if (o->resume) {
+        status = app_resume(o->resume, &r.m, o->output, o->interval, o->interval_given, o->t_final, &r.ser, &r.rs);
+        r.ig = r.rs.ig; /* freed below: also when the resume was refused */
+    } else {
+        status = start_fresh(&r);
+    }
+    if (!status) {
+        status = simulate(&r);
+        app_stats st;
+        app_integrator_stats(r.ig, &st);
+        print_summary(&r, &st, status);
+        status = write_outputs(&r, &st, status);
+    }
+    free(r.rs.kept);
+    app_series_free(&r.ser);
+    app_integrator_free(r.ig);
+    mbk_state_destroy(r.s0);
+    app_model_free(&r.m);
     return status;
 }
 
