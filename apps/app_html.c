@@ -221,7 +221,7 @@ static long choose_frames(long n, int moving, long **idx)
     if (by_budget < 2) by_budget = 2;
     if (nf > by_budget) nf = by_budget;
     if (nf > MAX_FRAMES) nf = MAX_FRAMES;
-    *idx = malloc(sizeof(long) * (size_t)(nf > 0 ? nf : 1));
+    *idx = calloc((size_t)(nf > 0 ? nf : 1), sizeof(long));
     if (!*idx) return -1;
     for (long i = 0; i < nf; ++i) (*idx)[i] = nf == n ? i : (long)llround((double)i * (double)(n - 1) / (double)(nf - 1));
     return nf;
@@ -243,55 +243,47 @@ static void q_label(const app_model *m, const mbk_state *s, int qi, char *buf, s
     snprintf(buf, cap, "q%d", qi);
 }
 
-static int write_data(FILE *f, const app_model *m, const app_series *ser, const app_run_info *ri, char *err,
-                      size_t cap)
+/* The shapes: URDF visuals, then a box from the mass properties for each body without
+   one; notes say what was not drawn as given. */
+static int collect_shapes(const app_model *m, app_shapes *sh, char *notes, size_t ncap)
 {
-    const mbk_matter *mt = mbk_multibody_get_matter(m->sys);
-    const mbk_forces *fo = mbk_multibody_get_forces(m->sys);
-    int nb = m->n_bodies;
-    mbk_state *s = app_model_initial_state(m);
-    if (!s) {
-        snprintf(err, cap, "cannot make a State to compute the body poses: %s", mbk_last_error());
-        return -1;
-    }
-    int rc = 0;
-    app_shapes sh = {0};
-    long *idx = NULL;
-    char notes[1024] = "";
-
-    /* shapes: URDF visuals, then a box from the mass properties for bodies without one */
-    if (m->urdf && app_shapes_from_urdf(m, &sh, notes, sizeof notes) < 0)
-        snprintf(notes, sizeof notes, "The URDF <visual> elements could not be read: every body is drawn as a box "
-                                      "fitted to its mass properties. ");
+    if (m->urdf && app_shapes_from_urdf(m, sh, notes, ncap) < 0)
+        snprintf(notes, ncap, "The URDF <visual> elements could not be read: every body is drawn as a box "
+                              "fitted to its mass properties. ");
     int fitted = 0;
-    for (int b = 1; b < nb; ++b) {
+    for (int b = 1; b < m->n_bodies; ++b) {
         bool has = false;
-        for (int k = 0; k < sh.n && !has; ++k) has = sh.v[k].body == b;
-        if (!has) {
-            if (app_shape_mass_box(m, b, &sh) < 0) {
-                snprintf(err, cap, "out of memory for the body shapes");
-                rc = -1;
-                goto out;
-            }
-            fitted++;
-        }
+        for (int k = 0; k < sh->n && !has; ++k) has = sh->v[k].body == b;
+        if (has) continue;
+        if (app_shape_mass_box(m, b, sh) < 0) return -1;
+        fitted++;
     }
     if (m->urdf && fitted) {
         size_t used = strlen(notes);
-        snprintf(notes + used, sizeof notes - used, "%d bod%s with no drawable <visual> drawn as a box fitted to %s "
+        snprintf(notes + used, ncap - used, "%d bod%s with no drawable <visual> drawn as a box fitted to %s "
                  "mass properties. ", fitted, fitted == 1 ? "y" : "ies", fitted == 1 ? "its" : "their");
     }
+    return 0;
+}
 
-    /* gravity: the page puts "up" against it */
-    mbk_vec3 g = mbk_vec3_make(0, 0, -9.81);
-    if (ri->have_gravity) g = ri->gravity;
-    else if (m->gravity_force >= 0) {
+/* The run's gravity (the page puts "up" against it): --gravity, else the model's. */
+static mbk_vec3 run_gravity(const app_model *m, const mbk_state *s, const app_run_info *ri)
+{
+    if (ri->have_gravity) return ri->gravity;
+    const mbk_forces *fo = mbk_multibody_get_forces(m->sys);
+    if (m->gravity_force >= 0) {
         double p[16];
         int np = mbk_force_get_num_parameters(fo, m->gravity_force);
         if (np >= 3 && np <= 16 && mbk_force_get_parameters(fo, s, m->gravity_force, p, np) == MBK_OK)
-            g = mbk_vec3_make(p[0], p[1], p[2]);
+            return mbk_vec3_make(p[0], p[1], p[2]);
     }
+    return mbk_vec3_make(0, 0, -9.81);
+}
 
+/* The run's description: program, command, model, integrator, gravity, notes. */
+static void write_header(FILE *f, const app_model *m, const app_series *ser, const app_run_info *ri, mbk_vec3 g,
+                         const char *notes)
+{
     fprintf(f, "{\"format\":1,\"mbk\":");
     jstr(f, mbk_version());
     fprintf(f, ",\"command\":");
@@ -311,10 +303,14 @@ static int write_data(FILE *f, const app_model *m, const app_series *ser, const 
     fprintf(f, ",\"notes\":");
     jstr(f, notes);
     fprintf(f, ",\"nq\":%d,\"nu\":%d", ser->nq, ser->nu);
+}
 
-    /* bodies */
+/* The bodies (name, parent, joint, mass) and their shapes. */
+static void write_bodies(FILE *f, const app_model *m, const app_shapes *sh)
+{
+    const mbk_matter *mt = mbk_multibody_get_matter(m->sys);
     fprintf(f, ",\n\"bodies\":[");
-    for (int b = 0; b < nb; ++b) {
+    for (int b = 0; b < m->n_bodies; ++b) {
         mbk_mass_props mp = {0};
         mbk_matter_get_body_mass_props(mt, b, &mp);
         fprintf(f, "%s{\"name\":", b ? ",\n" : "");
@@ -328,8 +324,8 @@ static int write_data(FILE *f, const app_model *m, const app_series *ser, const 
         fprintf(f, "}");
     }
     fprintf(f, "],\n\"shapes\":[");
-    for (int k = 0; k < sh.n; ++k) {
-        const app_shape *p = &sh.v[k];
+    for (int k = 0; k < sh->n; ++k) {
+        const app_shape *p = &sh->v[k];
         fprintf(f, "%s{\"body\":%d,\"type\":\"%s\",\"size\":", k ? ",\n" : "", p->body, shape_name(p->type));
         jvec(f, mbk_vec3_make(p->size[0], p->size[1], p->size[2]));
         fprintf(f, ",\"pos\":");
@@ -350,8 +346,12 @@ static int write_data(FILE *f, const app_model *m, const app_series *ser, const 
         fprintf(f, "}");
     }
     fprintf(f, "]");
+}
 
-    /* contact spheres and their ground planes */
+/* Contact spheres and their ground planes, and the lines drawn between bodies. */
+static void write_contacts(FILE *f, const app_model *m)
+{
+    const mbk_forces *fo = mbk_multibody_get_forces(m->sys);
     fprintf(f, ",\n\"contacts\":[");
     int nc = 0;
     for (int e = 0; e < mbk_forces_get_num_elements(fo); ++e) {
@@ -376,20 +376,23 @@ static int write_data(FILE *f, const app_model *m, const app_series *ser, const 
         fprintf(f, "}");
     }
     fprintf(f, "]");
+}
 
-    /* frames: times, then the poses of every body (Ground too) as float32 x y z qw qx qy qz */
-    long nf = choose_frames(ser->n, nb - 1, &idx);
-    if (nf < 0) {
-        snprintf(err, cap, "out of memory");
-        rc = -1;
-        goto out;
+/* x[idx[j] * stride] for the nf frames, as a JSON array's elements. */
+static void jseries(FILE *f, const double *x, long stride, const long *idx, long nf, const char *fmt)
+{
+    for (long j = 0; j < nf; ++j) {
+        if (j) fputc(',', f);
+        jnum(f, x[idx[j] * stride], fmt);
     }
-    fprintf(f, ",\n\"samples\":%ld,\"pose_budget\":%d,\"max_frames\":%d,\"frames\":%ld,\n\"t\":[", ser->n,
-            POSE_BUDGET, MAX_FRAMES, nf);
-    for (long i = 0; i < nf; ++i) {
-        if (i) fputc(',', f);
-        jnum(f, ser->t[idx[i]], "%.10g");
-    }
+}
+
+/* The poses of every body (Ground too) at the nf frames, as float32 x y z qw qx qy qz
+   in base64; s: a State to realize them in. */
+static int write_poses(FILE *f, const app_model *m, const app_series *ser, const long *idx, long nf, mbk_state *s)
+{
+    const mbk_matter *mt = mbk_multibody_get_matter(m->sys);
+    int rc = 0;
     fprintf(f, "],\n\"poses\":\"");
     b64 enc = {f, {0}, 0};
     for (long i = 0; i < nf && rc == 0; ++i) {
@@ -397,7 +400,7 @@ static int write_data(FILE *f, const app_model *m, const app_series *ser, const 
         if (mbk_state_set_time(s, ser->t[k]) < 0) rc = -1;
         if (ser->nq) memcpy(mbk_state_upd_q(s), ser->q + k * ser->nq, sizeof(double) * (size_t)ser->nq);
         if (rc == 0 && mbk_system_realize(m->sys, s, MBK_STAGE_POSITION) < 0) rc = -1;
-        for (int b = 0; b < nb && rc == 0; ++b) {
+        for (int b = 0; b < m->n_bodies && rc == 0; ++b) {
             mbk_transform X;
             if (mbk_matter_get_body_transform(mt, s, b, &X) < 0) {
                 rc = -1;
@@ -410,12 +413,13 @@ static int write_data(FILE *f, const app_model *m, const app_series *ser, const 
     }
     b64_end(&enc);
     fprintf(f, "\"");
-    if (rc) {
-        snprintf(err, cap, "computing the body poses: %s", mbk_last_error());
-        goto out;
-    }
+    return rc;
+}
 
-    /* plots: the first coordinates, and the energy */
+/* The plots: the first coordinates (named), and the energy. */
+static void write_plots(FILE *f, const app_model *m, const app_series *ser, const long *idx, long nf,
+                        const mbk_state *s)
+{
     int nl = ser->nq < PLOT_LINES ? ser->nq : PLOT_LINES;
     fprintf(f, ",\n\"q_names\":[");
     for (int i = 0; i < nl; ++i) {
@@ -427,25 +431,56 @@ static int write_data(FILE *f, const app_model *m, const app_series *ser, const 
     fprintf(f, "],\n\"q\":[");
     for (int i = 0; i < nl; ++i) {
         fprintf(f, "%s[", i ? ",\n" : "");
-        for (long j = 0; j < nf; ++j) {
-            if (j) fputc(',', f);
-            jnum(f, ser->q[idx[j] * ser->nq + i], "%.7g");
-        }
+        jseries(f, ser->q + i, ser->nq, idx, nf, "%.7g");
         fprintf(f, "]");
     }
     fprintf(f, "],\n\"kinetic\":[");
-    for (long j = 0; j < nf; ++j) {
-        if (j) fputc(',', f);
-        jnum(f, ser->ke[idx[j]], "%.10g");
-    }
+    jseries(f, ser->ke, 1, idx, nf, "%.10g");
     fprintf(f, "],\n\"potential\":[");
-    for (long j = 0; j < nf; ++j) {
-        if (j) fputc(',', f);
-        jnum(f, ser->pe[idx[j]], "%.10g");
-    }
+    jseries(f, ser->pe, 1, idx, nf, "%.10g");
     fprintf(f, "]}");
-out:
+}
+
+/* The frames (at most MAX_FRAMES and POSE_BUDGET poses, evenly from the samples): their
+   times, the bodies' poses (realized in s) and the plots. */
+static int write_frames(FILE *f, const app_model *m, const app_series *ser, mbk_state *s, char *err, size_t cap)
+{
+    long *idx = NULL;
+    const long nf = choose_frames(ser->n, m->n_bodies - 1, &idx);
+    if (nf < 0) {
+        snprintf(err, cap, "out of memory");
+        return -1;
+    }
+    fprintf(f, ",\n\"samples\":%ld,\"pose_budget\":%d,\"max_frames\":%d,\"frames\":%ld,\n\"t\":[", ser->n,
+            POSE_BUDGET, MAX_FRAMES, nf);
+    jseries(f, ser->t, 1, idx, nf, "%.10g");
+    int rc = write_poses(f, m, ser, idx, nf, s);
+    if (rc < 0) snprintf(err, cap, "computing the body poses: %s", mbk_last_error());
+    else write_plots(f, m, ser, idx, nf, s);
     free(idx);
+    return rc;
+}
+
+/* The page's data: the run, the bodies and shapes, then the frames. */
+static int write_data(FILE *f, const app_model *m, const app_series *ser, const app_run_info *ri, char *err,
+                      size_t cap)
+{
+    mbk_state *s = app_model_initial_state(m);
+    if (!s) {
+        snprintf(err, cap, "cannot make a State to compute the body poses: %s", mbk_last_error());
+        return -1;
+    }
+    app_shapes sh = {0};
+    char notes[1024] = "";
+    int rc = collect_shapes(m, &sh, notes, sizeof notes);
+    if (rc < 0) {
+        snprintf(err, cap, "out of memory for the body shapes");
+    } else {
+        write_header(f, m, ser, ri, run_gravity(m, s, ri), notes);
+        write_bodies(f, m, &sh);
+        write_contacts(f, m);
+        rc = write_frames(f, m, ser, s, err, cap);
+    }
     app_shapes_free(&sh);
     mbk_state_destroy(s);
     return rc;
