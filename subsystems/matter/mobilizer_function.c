@@ -381,112 +381,160 @@ static double fb_third_uu(const fb_impl *fb, int i, int m, const double *q, cons
      de1/dq_m = ds0/dq_m (e0 x e1),  de2/dq_m = (ds0/dq_m e0 + ds1/dq_m e1) x e2,
    and the products in HDot u differentiated term by term. Without third
    derivatives, d(HDot u)/dq is taken by central differences (numeric = 1). */
-static int fb_derivs(const void *impl, bool euler, const double *q, const double *u, mbk_mobilizer_derivatives *d)
+/* What the derivatives share: the rotation axes and their changes, and the
+   functions' rates at (q, u). */
+typedef struct fb_dctx {
+    const fb_impl *fb;
+    fb_partials P;                 /* the functions' first and second partials at q */
+    mbk_vec3 e[3];                 /* the rotation axes in F */
+    mbk_vec3 de[3][FB_MAX_NQ];     /* their derivatives along each q */
+    mbk_mat33 R;                   /* R_FM */
+    const double *w;               /* u (zeros for none) */
+    double sdot[FB_NF], sdd[FB_NF];/* sdot_i = S1_i . u, sdd_i = u^T S2_i u */
+    double S2u[FB_NF][FB_MAX_NQ];  /* S2_i u */
+    mbk_vec3 w2;                   /* sdot0 e0 + sdot1 e1 */
+    mbk_vec3 e01, w2e2;            /* e0 x e1, w2 x e2 */
+} fb_dctx;
+
+/* X_FM and H along each q: dR, dp and dH. */
+static void fb_dX_dH(const fb_dctx *c, mbk_mobilizer_derivatives *d)
 {
-    const fb_impl *fb = impl;
-    int nq = fb->nq;
-    static const double zero[FB_MAX_NQ] = {0};
-    const double *w = u ? u : zero;
-    fb_partials P;
-    fb_all_partials(fb, q, &P);
-    mbk_vec3 e[3];
-    mbk_mat33 R2;
-    rotation_axes(fb, P.s[0], P.s[1], e, &R2);
-    mbk_mat33 R = mbk_mat33_mul(R2, rot_about(fb->axis[2], P.s[2]));
-    /* derivatives of the axes along q_m */
-    mbk_vec3 de[3][FB_MAX_NQ];
-    for (int m = 0; m < nq; ++m) {
-        de[0][m] = mbk_vec3_zero();
-        de[1][m] = mbk_vec3_scale(mbk_vec3_cross(e[0], e[1]), P.S1[0][m]);
-        de[2][m] = mbk_vec3_cross(mbk_vec3_add(mbk_vec3_scale(e[0], P.S1[0][m]), mbk_vec3_scale(e[1], P.S1[1][m])), e[2]);
-    }
+    const fb_impl *fb = c->fb;
+    const int nq = fb->nq;
     for (int m = 0; m < nq; ++m) {
         mbk_vec3 wm = mbk_vec3_zero(), dp = mbk_vec3_zero();
-        for (int i = 0; i < 3; ++i) wm = mbk_vec3_add(wm, mbk_vec3_scale(e[i], P.S1[i][m]));
-        for (int i = 3; i < FB_NF; ++i) dp = mbk_vec3_add(dp, mbk_vec3_scale(fb->axis[i], P.S1[i][m]));
-        d->dR[m] = mbk_mat33_mul(mbk_mat33_skew(wm), R);
+        for (int i = 0; i < 3; ++i) wm = mbk_vec3_add(wm, mbk_vec3_scale(c->e[i], c->P.S1[i][m]));
+        for (int i = 3; i < FB_NF; ++i) dp = mbk_vec3_add(dp, mbk_vec3_scale(fb->axis[i], c->P.S1[i][m]));
+        d->dR[m] = mbk_mat33_mul(mbk_mat33_skew(wm), c->R);
         d->dp[m] = dp;
         for (int k = 0; k < nq; ++k) { /* d H_k / d q_m */
             mbk_spatial_vec h = mbk_spatial_vec_zero();
             for (int i = 0; i < 3; ++i)
-                h.w = mbk_vec3_add(h.w, mbk_vec3_add(mbk_vec3_scale(e[i], P.S2[i][k][m]),
-                                                     mbk_vec3_scale(de[i][m], P.S1[i][k])));
-            for (int i = 3; i < FB_NF; ++i) h.v = mbk_vec3_add(h.v, mbk_vec3_scale(fb->axis[i], P.S2[i][k][m]));
+                h.w = mbk_vec3_add(h.w, mbk_vec3_add(mbk_vec3_scale(c->e[i], c->P.S2[i][k][m]),
+                                                     mbk_vec3_scale(c->de[i][m], c->P.S1[i][k])));
+            for (int i = 3; i < FB_NF; ++i) h.v = mbk_vec3_add(h.v, mbk_vec3_scale(fb->axis[i], c->P.S2[i][k][m]));
             d->dH[m][k] = h;
         }
         for (int i = 0; i < nq; ++i) d->dqdot_dq[i][m] = 0.0;
     }
-    /* rates: sdot_i = S1_i . u, sdd_i = u^T S2_i u, and (S2_i u) */
-    double sdot[FB_NF], sdd[FB_NF], S2u[FB_NF][FB_MAX_NQ];
-    for (int i = 0; i < FB_NF; ++i) {
-        sdot[i] = sdd[i] = 0.0;
-        for (int k = 0; k < nq; ++k) {
-            sdot[i] += P.S1[i][k] * w[k];
-            S2u[i][k] = 0.0;
-            for (int l = 0; l < nq; ++l) S2u[i][k] += P.S2[i][k][l] * w[l];
-            sdd[i] += S2u[i][k] * w[k];
-        }
-    }
-    mbk_vec3 w1 = mbk_vec3_scale(e[0], sdot[0]);
-    mbk_vec3 w2 = mbk_vec3_add(w1, mbk_vec3_scale(e[1], sdot[1]));
-    mbk_vec3 e01 = mbk_vec3_cross(e[0], e[1]), w2e2 = mbk_vec3_cross(w2, e[2]);
-    /* a = sum_{i<3} sdd_i e_i + sdot1 sdot0 (e0 x e1) + sdot2 (w2 x e2);  v = sum sdd_i a_i */
-    for (int m = 0; m < nq; ++m) { /* d/du_m */
+}
+
+/* HDot u along each u: with a = sum_{i<3} sdd_i e_i + sdot1 sdot0 (e0 x e1) + sdot2 (w2 x e2)
+   and v = sum sdd_i a_i, each term differentiated. */
+static void fb_dHdotu_du(const fb_dctx *c, mbk_mobilizer_derivatives *d)
+{
+    const fb_impl *fb = c->fb;
+    const mbk_vec3 *e = c->e;
+    for (int m = 0; m < fb->nq; ++m) {
         double ds[FB_NF], dsd[FB_NF];
         for (int i = 0; i < FB_NF; ++i) {
-            ds[i] = P.S1[i][m];
-            dsd[i] = 2.0 * S2u[i][m];
+            ds[i] = c->P.S1[i][m];
+            dsd[i] = 2.0 * c->S2u[i][m];
         }
-        mbk_vec3 a = mbk_vec3_scale(e01, ds[1] * sdot[0] + sdot[1] * ds[0]);
-        a = mbk_vec3_add(a, mbk_vec3_scale(w2e2, ds[2]));
+        mbk_vec3 a = mbk_vec3_scale(c->e01, ds[1] * c->sdot[0] + c->sdot[1] * ds[0]);
+        a = mbk_vec3_add(a, mbk_vec3_scale(c->w2e2, ds[2]));
         mbk_vec3 dw2 = mbk_vec3_add(mbk_vec3_scale(e[0], ds[0]), mbk_vec3_scale(e[1], ds[1]));
-        a = mbk_vec3_add(a, mbk_vec3_scale(mbk_vec3_cross(dw2, e[2]), sdot[2]));
+        a = mbk_vec3_add(a, mbk_vec3_scale(mbk_vec3_cross(dw2, e[2]), c->sdot[2]));
         for (int i = 0; i < 3; ++i) a = mbk_vec3_add(a, mbk_vec3_scale(e[i], dsd[i]));
         mbk_vec3 v = mbk_vec3_zero();
         for (int i = 3; i < FB_NF; ++i) v = mbk_vec3_add(v, mbk_vec3_scale(fb->axis[i], dsd[i]));
         d->dHdot_u_du[m] = mbk_spatial_vec_make(a, v);
     }
-    if (!mt_fb_has_third_derivatives(impl)) {
-        /* central differences of HDot u in q, Richardson extrapolated */
-        for (int m = 0; m < nq; ++m) {
-            double qp[FB_MAX_NQ], h0 = 1e-3 * fmax(1.0, fabs(q[m]));
-            mbk_spatial_vec D[2];
-            for (int r = 0; r < 2; ++r) {
-                double h = r ? 0.5 * h0 : h0;
-                mbk_spatial_vec fp, fm;
-                memcpy(qp, q, (size_t)nq * sizeof *qp);
-                qp[m] = q[m] + h;
-                fb_Hdot_u(impl, euler, qp, w, &fp);
-                qp[m] = q[m] - h;
-                fb_Hdot_u(impl, euler, qp, w, &fm);
-                D[r] = mbk_spatial_vec_scale(mbk_spatial_vec_sub(fp, fm), 0.5 / h);
-            }
-            d->dHdot_u_dq[m] = mbk_spatial_vec_sub(mbk_spatial_vec_scale(D[1], 4.0 / 3.0),
-                                                   mbk_spatial_vec_scale(D[0], 1.0 / 3.0));
+}
+
+/* HDot u along each q without third derivatives: central differences at h and h/2,
+   Richardson extrapolated. */
+static void fb_dHdotu_dq_numeric(const fb_dctx *c, bool euler, const double *q, mbk_mobilizer_derivatives *d)
+{
+    const int nq = c->fb->nq;
+    for (int m = 0; m < nq; ++m) {
+        double qp[FB_MAX_NQ], h0 = 1e-3 * fmax(1.0, fabs(q[m]));
+        mbk_spatial_vec D[2];
+        for (int r = 0; r < 2; ++r) {
+            double h = r ? 0.5 * h0 : h0;
+            mbk_spatial_vec fp, fm;
+            memcpy(qp, q, (size_t)nq * sizeof *qp);
+            qp[m] = q[m] + h;
+            fb_Hdot_u(c->fb, euler, qp, c->w, &fp);
+            qp[m] = q[m] - h;
+            fb_Hdot_u(c->fb, euler, qp, c->w, &fm);
+            D[r] = mbk_spatial_vec_scale(mbk_spatial_vec_sub(fp, fm), 0.5 / h);
         }
-        d->numeric = 1;
-        return 0;
+        d->dHdot_u_dq[m] = mbk_spatial_vec_sub(mbk_spatial_vec_scale(D[1], 4.0 / 3.0),
+                                               mbk_spatial_vec_scale(D[0], 1.0 / 3.0));
     }
-    for (int m = 0; m < nq; ++m) { /* d/dq_m */
+    d->numeric = 1;
+}
+
+/* HDot u along each q from the third partials: the terms of a and v differentiated,
+   the axes' changes included. */
+static void fb_dHdotu_dq(const fb_dctx *c, const double *q, mbk_mobilizer_derivatives *d)
+{
+    const fb_impl *fb = c->fb;
+    const mbk_vec3 *e = c->e;
+    const double *sdot = c->sdot;
+    for (int m = 0; m < fb->nq; ++m) {
         double dsdot[FB_NF], dsdd[FB_NF];
         for (int i = 0; i < FB_NF; ++i) {
-            dsdot[i] = S2u[i][m];
-            dsdd[i] = fb_third_uu(fb, i, m, q, w);
+            dsdot[i] = c->S2u[i][m];
+            dsdd[i] = fb_third_uu(fb, i, m, q, c->w);
         }
         mbk_vec3 a = mbk_vec3_zero();
         for (int i = 0; i < 3; ++i)
-            a = mbk_vec3_add(a, mbk_vec3_add(mbk_vec3_scale(e[i], dsdd[i]), mbk_vec3_scale(de[i][m], sdd[i])));
-        a = mbk_vec3_add(a, mbk_vec3_scale(e01, dsdot[1] * sdot[0] + sdot[1] * dsdot[0]));
-        a = mbk_vec3_add(a, mbk_vec3_scale(mbk_vec3_cross(e[0], de[1][m]), sdot[1] * sdot[0]));
-        a = mbk_vec3_add(a, mbk_vec3_scale(w2e2, dsdot[2]));
+            a = mbk_vec3_add(a, mbk_vec3_add(mbk_vec3_scale(e[i], dsdd[i]), mbk_vec3_scale(c->de[i][m], c->sdd[i])));
+        a = mbk_vec3_add(a, mbk_vec3_scale(c->e01, dsdot[1] * sdot[0] + sdot[1] * dsdot[0]));
+        a = mbk_vec3_add(a, mbk_vec3_scale(mbk_vec3_cross(e[0], c->de[1][m]), sdot[1] * sdot[0]));
+        a = mbk_vec3_add(a, mbk_vec3_scale(c->w2e2, dsdot[2]));
         mbk_vec3 dw2 = mbk_vec3_add(mbk_vec3_add(mbk_vec3_scale(e[0], dsdot[0]), mbk_vec3_scale(e[1], dsdot[1])),
-                                    mbk_vec3_scale(de[1][m], sdot[1]));
-        a = mbk_vec3_add(a, mbk_vec3_scale(mbk_vec3_add(mbk_vec3_cross(dw2, e[2]), mbk_vec3_cross(w2, de[2][m])),
+                                    mbk_vec3_scale(c->de[1][m], sdot[1]));
+        a = mbk_vec3_add(a, mbk_vec3_scale(mbk_vec3_add(mbk_vec3_cross(dw2, e[2]), mbk_vec3_cross(c->w2, c->de[2][m])),
                                            sdot[2]));
         mbk_vec3 v = mbk_vec3_zero();
         for (int i = 3; i < FB_NF; ++i) v = mbk_vec3_add(v, mbk_vec3_scale(fb->axis[i], dsdd[i]));
         d->dHdot_u_dq[m] = mbk_spatial_vec_make(a, v);
     }
+}
+
+/* X_FM, H and HDot u differentiated through the functions' first, second and third
+   partials (rotation axes e_i in F as in the notes at the top):
+     dR/dq_m = [w_m x] R with w_m = sum_{i<3} ds_i/dq_m e_i,
+     de1/dq_m = ds0/dq_m (e0 x e1),  de2/dq_m = (ds0/dq_m e0 + ds1/dq_m e1) x e2,
+   and the products in HDot u differentiated term by term. Without third
+   derivatives, d(HDot u)/dq is taken by central differences (numeric = 1). */
+static int fb_derivs(const void *impl, bool euler, const double *q, const double *u, mbk_mobilizer_derivatives *d)
+{
+    static const double zero[FB_MAX_NQ] = {0};
+    fb_dctx c;
+    c.fb = impl;
+    c.w = u ? u : zero;
+    const int nq = c.fb->nq;
+    fb_all_partials(c.fb, q, &c.P);
+    mbk_mat33 R2;
+    rotation_axes(c.fb, c.P.s[0], c.P.s[1], c.e, &R2);
+    c.R = mbk_mat33_mul(R2, rot_about(c.fb->axis[2], c.P.s[2]));
+    for (int m = 0; m < nq; ++m) { /* the axes along q_m */
+        c.de[0][m] = mbk_vec3_zero();
+        c.de[1][m] = mbk_vec3_scale(mbk_vec3_cross(c.e[0], c.e[1]), c.P.S1[0][m]);
+        c.de[2][m] = mbk_vec3_cross(mbk_vec3_add(mbk_vec3_scale(c.e[0], c.P.S1[0][m]), mbk_vec3_scale(c.e[1], c.P.S1[1][m])),
+                                    c.e[2]);
+    }
+    fb_dX_dH(&c, d);
+    /* rates: sdot_i = S1_i . u, sdd_i = u^T S2_i u, and (S2_i u) */
+    for (int i = 0; i < FB_NF; ++i) {
+        c.sdot[i] = c.sdd[i] = 0.0;
+        for (int k = 0; k < nq; ++k) {
+            c.sdot[i] += c.P.S1[i][k] * c.w[k];
+            c.S2u[i][k] = 0.0;
+            for (int l = 0; l < nq; ++l) c.S2u[i][k] += c.P.S2[i][k][l] * c.w[l];
+            c.sdd[i] += c.S2u[i][k] * c.w[k];
+        }
+    }
+    c.w2 = mbk_vec3_add(mbk_vec3_scale(c.e[0], c.sdot[0]), mbk_vec3_scale(c.e[1], c.sdot[1]));
+    c.e01 = mbk_vec3_cross(c.e[0], c.e[1]);
+    c.w2e2 = mbk_vec3_cross(c.w2, c.e[2]);
+    fb_dHdotu_du(&c, d);
+    if (!mt_fb_has_third_derivatives(impl)) fb_dHdotu_dq_numeric(&c, euler, q, d);
+    else fb_dHdotu_dq(&c, q, d);
     return 0;
 }
 
