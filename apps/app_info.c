@@ -12,22 +12,13 @@ enum { TREE_LINES = 200 };
 
 /* ---- info ---------------------------------------------------------------------- */
 
-int app_info(const app_model *m, bool all)
+/* The summary: the model, its bodies, mobilizers by type, dofs, constraints, mass,
+   forces. */
+static void print_model_summary(const app_model *m, const mbk_state *s)
 {
     const mbk_matter *mt = mbk_multibody_get_matter(m->sys);
     const mbk_forces *fo = mbk_multibody_get_forces(m->sys);
-    mbk_state *s = app_model_initial_state(m);
-    if (!s) return APP_FAILED;
-    int nb = mbk_matter_get_num_bodies(mt);
-    int *first = malloc(sizeof(int) * (size_t)nb), *next = malloc(sizeof(int) * (size_t)nb);
-    int *stack = malloc(sizeof(int) * (size_t)nb), *depth = malloc(sizeof(int) * (size_t)nb);
-    char *is_last = calloc((size_t)nb + 1, 1);
-    if (!first || !next || !stack || !depth || !is_last) {
-        fprintf(stderr, "mbk: out of memory\n");
-        free(first), free(next), free(stack), free(depth), free(is_last);
-        mbk_state_destroy(s);
-        return APP_FAILED;
-    }
+    const int nb = mbk_matter_get_num_bodies(mt);
     /* joint types and their counts */
     char types[16][32];
     int counts[16], ntypes = 0, njoints = 0;
@@ -62,7 +53,43 @@ int app_info(const app_model *m, bool all)
         if (mbk_force_get_parameters(fo, s, m->gravity_force, g, 4) == MBK_OK)
             printf(" (gravity (%g, %g, %g) m/s^2%s)", g[0], g[1], g[2], nf > 1 ? ", limits and dampers" : "");
     }
-    printf("\n\ntree (body [joint: type] q indices, mass):\n");
+    printf("\n");
+}
+
+/* Body b's line of the tree at depth d: the rails of its ancestors (on_last[k]: the
+   ancestor at depth k was a last child), its branch, its joint, q and mass. */
+static void print_tree_line(const app_model *m, const mbk_state *s, int b, int d, const char *on_last, bool last)
+{
+    const mbk_matter *mt = mbk_multibody_get_matter(m->sys);
+    if (d <= 64) {
+        for (int k = 1; k < d; ++k) fputs(on_last[k] ? "    " : "|   ", stdout);
+    } else {
+        printf("(depth %d) ", d);
+    }
+    mbk_mass_props mp;
+    mbk_matter_get_body_mass_props(mt, b, &mp);
+    int nq = mbk_matter_get_body_num_q(mt, s, b), q0 = mbk_matter_get_body_q_start(mt, s, b);
+    char qs[48] = "no q";
+    if (nq == 1) snprintf(qs, sizeof qs, "q%d", q0);
+    else if (nq > 1) snprintf(qs, sizeof qs, "q%d..q%d", q0, q0 + nq - 1);
+    printf("%s%s [%s%s%s] %s, %g kg\n", last ? "`-- " : "|-- ", m->body_name[b], m->joint_name[b],
+           m->joint_name[b][0] ? ": " : "", m->joint_type[b], qs, mp.mass);
+}
+
+/* The tree drawn as text, depth first (at most TREE_LINES lines unless all). */
+static int print_tree(const app_model *m, const mbk_state *s, bool all)
+{
+    const mbk_matter *mt = mbk_multibody_get_matter(m->sys);
+    const int nb = mbk_matter_get_num_bodies(mt);
+    int *first = malloc(sizeof(int) * (size_t)nb), *next = malloc(sizeof(int) * (size_t)nb);
+    int *stack = malloc(sizeof(int) * (size_t)nb), *depth = malloc(sizeof(int) * (size_t)nb);
+    char *is_last = calloc((size_t)nb + 1, 1), *on_last = calloc((size_t)nb + 2, 1);
+    if (!first || !next || !stack || !depth || !is_last || !on_last) {
+        fprintf(stderr, "mbk: out of memory\n");
+        free(first), free(next), free(stack), free(depth), free(is_last), free(on_last);
+        return APP_FAILED;
+    }
+    printf("\ntree (body [joint: type] q indices, mass):\n");
     /* children lists in body order */
     for (int b = 0; b < nb; ++b) first[b] = next[b] = -1;
     for (int b = nb - 1; b >= 1; --b) {
@@ -73,34 +100,18 @@ int app_info(const app_model *m, bool all)
     /* iterative depth-first walk: stack[] holds bodies, depth[b] their depth, and
        is_last[b] whether b is its parent's last child; on_last[d] whether the
        ancestor at depth d was a last child (no more siblings below it) */
-    char *on_last = calloc((size_t)nb + 2, 1);
     int sp = 0, lines = 0;
     stack[sp++] = 0;
     depth[0] = 0;
-    while (sp > 0 && on_last) {
+    while (sp > 0) {
         int b = stack[--sp], d = depth[b];
         if (lines == TREE_LINES && !all) {
             printf("... and more: %d bodies in all (mbk info --all shows every one)\n", nb);
             break;
         }
         on_last[d] = (char)is_last[b];
-        if (b == 0) {
-            printf("%s\n", m->body_name[0]);
-        } else {
-            if (d <= 64) {
-                for (int k = 1; k < d; ++k) fputs(on_last[k] ? "    " : "|   ", stdout);
-            } else {
-                printf("(depth %d) ", d);
-            }
-            mbk_mass_props mp;
-            mbk_matter_get_body_mass_props(mt, b, &mp);
-            int nq = mbk_matter_get_body_num_q(mt, s, b), q0 = mbk_matter_get_body_q_start(mt, s, b);
-            char qs[48] = "no q";
-            if (nq == 1) snprintf(qs, sizeof qs, "q%d", q0);
-            else if (nq > 1) snprintf(qs, sizeof qs, "q%d..q%d", q0, q0 + nq - 1);
-            printf("%s%s [%s%s%s] %s, %g kg\n", is_last[b] ? "`-- " : "|-- ", m->body_name[b], m->joint_name[b],
-                   m->joint_name[b][0] ? ": " : "", m->joint_type[b], qs, mp.mass);
-        }
+        if (b == 0) printf("%s\n", m->body_name[0]);
+        else print_tree_line(m, s, b, d, on_last, is_last[b]);
         lines++;
         /* push the children last first, so the first child is printed first */
         int kids = 0;
@@ -113,10 +124,18 @@ int app_info(const app_model *m, bool all)
         }
         sp += kids;
     }
-    free(on_last);
-    free(first), free(next), free(stack), free(depth), free(is_last);
-    mbk_state_destroy(s);
+    free(first), free(next), free(stack), free(depth), free(is_last), free(on_last);
     return APP_OK;
+}
+
+int app_info(const app_model *m, bool all)
+{
+    mbk_state *s = app_model_initial_state(m);
+    if (!s) return APP_FAILED;
+    print_model_summary(m, s);
+    int rc = print_tree(m, s, all);
+    mbk_state_destroy(s);
+    return rc;
 }
 
 /* ---- bench --------------------------------------------------------------------- */
