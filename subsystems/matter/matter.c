@@ -260,9 +260,10 @@ int mbk_matter_find_body(const mbk_matter *m, const char *name)
 /* Realization                                                          */
 /* ------------------------------------------------------------------ */
 
-/* What the derivative sweeps need of the tree: each body's most q and the start of
-   its dS block, and the tree in preorder (every subtree a contiguous range). */
-static int derivative_topology(mbk_matter *m)
+/* Each body's most q (of its two forms), the start of its dS block, and its subtree's
+   size; then the tree in preorder (every subtree a contiguous range) and which
+   subtrees are contiguous in body order too. */
+static int tree_preorder(mbk_matter *m)
 {
     mbk_free(m->pre);
     m->pre = mbk_malloc(3 * (size_t)m->nb * sizeof(int));
@@ -298,8 +299,13 @@ static int derivative_topology(mbk_matter *m)
         m->contig[b] = true;
         for (int t = 0; t < m->size[b] && m->contig[b]; ++t) m->contig[b] = m->order[m->pre[b] + t] == b + t;
     }
-    /* the u tree: each u hangs from the previous u of its body, or from the last u of
-       its nearest ancestor that has any; L's row of u holds one entry per u above it */
+    return MBK_OK;
+}
+
+/* The u tree: each u hangs from the previous u of its body, or from the last u of its
+   nearest ancestor that has any; L's row of u holds one entry per u above it. */
+static int u_tree(mbk_matter *m)
+{
     mbk_free(m->lam);
     m->lam = mbk_malloc(2 * ((size_t)m->nu + 1) * sizeof(int));
     if (!m->lam) return MBK_ENOMEM;
@@ -321,7 +327,13 @@ static int derivative_topology(mbk_matter *m)
     /* small enough to keep in every State (at most about 1 KB per u: chains up to about
        127 bodies, any shallow tree); deeper trees use the ABA column by column instead */
     m->ltdl = m->nl <= 64 * m->nu + 64;
-    /* L's entries by rows (the u above) and by columns (the u below) */
+    return MBK_OK;
+}
+
+/* L's entries indexed by rows (lanc: the u above each u) and by columns (ldoff, ldrow:
+   the u below each u; lcol: where each row entry sits in that order). */
+static int l_index(mbk_matter *m)
+{
     mbk_free(m->lanc);
     m->lanc = mbk_malloc((3 * (size_t)m->nl + (size_t)m->nu + 2) * sizeof(int));
     if (!m->lanc) return MBK_ENOMEM;
@@ -348,6 +360,15 @@ static int derivative_topology(mbk_matter *m)
     for (int i = m->nu; i > 0; --i) m->ldoff[i] = m->ldoff[i - 1];
     m->ldoff[0] = 0;
     return MBK_OK;
+}
+
+/* What the derivative sweeps need of the tree: the preorder, the u tree and L's index. */
+static int derivative_topology(mbk_matter *m)
+{
+    int rc = tree_preorder(m);
+    if (rc == MBK_OK) rc = u_tree(m);
+    if (rc == MBK_OK) rc = l_index(m);
+    return rc;
 }
 
 static int mt_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
