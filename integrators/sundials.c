@@ -351,14 +351,64 @@ static int sd_apply_settings(sd_impl *d)
     return MBK_OK;
 }
 
-/* Build the solver for the current State (sizes, witnesses, y pointer). */
-static int sd_setup(void *impl, mbk_integrator *ig)
+/* IDA on y and yp (from the State's ydot) at t0, with the dense LAPACK solver and the
+   witnesses as roots. */
+static int ida_create(sd_impl *d, const mbk_state *s, double t0)
 {
-    sd_impl *d = impl;
-    d->ig = ig;
-    sd_free_solver(d);
-    mbk_state *s = ig_upd_cur(ig);
-    double t0 = mbk_state_get_time(s);
+    d->yp = N_VClone(d->y);
+    d->mem = IDACreate(d->ctx);
+    if (!d->yp || !d->mem) return mbk_set_error(MBK_ENOMEM, "IDA: out of memory");
+    memcpy(N_VGetArrayPointer(d->yp), mbk_state_get_ydot(s), (size_t)d->ny * sizeof(double));
+    SD_TRY(IDASetErrHandlerFn(d->mem, sd_err, d), "setting the error handler");
+    SD_TRY(IDAInit(d->mem, ida_res, t0, d->y, d->yp), "initializing");
+    SD_TRY(IDASetUserData(d->mem, d), "setting user data");
+    SD_TRY(IDASetMaxNumSteps(d->mem, -1), "setting the step limit");
+    d->A = sd_dense_matrix(d->ny, d->ctx);
+    d->LS = d->A ? sd_lapack_dense_solver(d->ny, mbk_state_get_nq(s), d->ctx) : NULL;
+    if (!d->LS) return mbk_set_error(MBK_ENOMEM, "IDA: could not make the dense linear solver");
+    SD_TRY(IDASetLinearSolver(d->mem, d->LS, d->A), "attaching the linear solver");
+    if (d->nroots > 0) {
+        SD_TRY(IDARootInit(d->mem, d->nroots, ida_g), "setting up root finding");
+        SD_TRY(IDASetRootDirection(d->mem, d->rootdir), "setting root directions");
+        SD_TRY(IDASetNoInactiveRootWarn(d->mem), "setting root warnings");
+    }
+    return MBK_OK;
+}
+
+/* CVODE on y at t0: BDF with the dense LAPACK solver and mbk's projection, or Adams
+   with the fixed-point iteration; the witnesses as roots. */
+static int cvode_create(sd_impl *d, const mbk_state *s, double t0)
+{
+    d->mem = CVodeCreate(d->kind == SD_BDF ? CV_BDF : CV_ADAMS, d->ctx);
+    if (!d->mem) return mbk_set_error(MBK_ENOMEM, "CVODE: out of memory");
+    SD_TRY(CVodeSetErrHandlerFn(d->mem, sd_err, d), "setting the error handler");
+    SD_TRY(CVodeInit(d->mem, cv_rhs, t0, d->y), "initializing");
+    SD_TRY(CVodeSetUserData(d->mem, d), "setting user data");
+    SD_TRY(CVodeSetMaxNumSteps(d->mem, -1), "setting the step limit");
+    if (d->kind == SD_BDF) {
+        d->A = sd_dense_matrix(d->ny, d->ctx);
+        d->LS = d->A ? sd_lapack_dense_solver(d->ny, mbk_state_get_nq(s), d->ctx) : NULL;
+        if (!d->LS) return mbk_set_error(MBK_ENOMEM, "CVODE: could not make the dense linear solver");
+        SD_TRY(CVodeSetLinearSolver(d->mem, d->LS, d->A), "attaching the linear solver");
+        SD_TRY(CVodeSetProjFn(d->mem, cv_proj), "setting the projection");
+        SD_TRY(CVodeSetProjErrEst(d->mem, SUNFALSE), "setting the projection error estimate");
+    } else {
+        d->NLS = SUNNonlinSol_FixedPoint(d->y, 0, d->ctx);
+        if (!d->NLS) return mbk_set_error(MBK_ENOMEM, "CVODE: could not make the fixed-point solver");
+        SD_TRY(CVodeSetNonlinearSolver(d->mem, d->NLS), "attaching the fixed-point solver");
+    }
+    if (d->nroots > 0) {
+        SD_TRY(CVodeRootInit(d->mem, d->nroots, cv_g), "setting up root finding");
+        SD_TRY(CVodeSetRootDirection(d->mem, d->rootdir), "setting root directions");
+        SD_TRY(CVodeSetNoInactiveRootWarn(d->mem), "setting root warnings");
+    }
+    return MBK_OK;
+}
+
+/* A fresh run's bookkeeping at t0: counters, flags, messages, and the roots' storage and
+   directions (one per witness). */
+static int reset_run(sd_impl *d, mbk_integrator *ig, double t0)
+{
     d->ny = ig->ny;
     d->nroots = ig_num_roots(ig);
     d->nst = d->netf = d->ncfn = d->nje = 0;
@@ -377,8 +427,21 @@ static int sd_setup(void *impl, mbk_integrator *ig)
         mbk_event_direction dir = ig_root_direction(ig, i);
         d->rootdir[i] = dir == MBK_RISING ? 1 : dir == MBK_FALLING ? -1 : 0;
     }
+    return MBK_OK;
+}
+
+/* Build the solver for the current State (sizes, witnesses, y pointer). */
+static int sd_setup(void *impl, mbk_integrator *ig)
+{
+    sd_impl *d = impl;
+    d->ig = ig;
+    sd_free_solver(d);
+    mbk_state *s = ig_upd_cur(ig);
+    const double t0 = mbk_state_get_time(s);
+    int rc = reset_run(d, ig, t0);
+    if (rc < 0) return rc;
     if (d->ny == 0) { /* nothing for SUNDIALS to integrate: see sd_step_empty */
-        d->g = mbk_malloc(3 * nr * sizeof *d->g);
+        d->g = mbk_malloc(3 * (size_t)(d->nroots > 0 ? d->nroots : 1) * sizeof *d->g);
         return d->g ? MBK_OK : MBK_ENOMEM;
     }
     d->jac = mbk_malloc((size_t)d->ny * (size_t)d->ny * sizeof *d->jac);
@@ -387,50 +450,8 @@ static int sd_setup(void *impl, mbk_integrator *ig)
     d->y = N_VMake_Serial(d->ny, (double *)mbk_state_get_y(s), d->ctx);
     if (!d->y) return mbk_set_error(MBK_ENOMEM, "%s: could not make the state vector", sd_name(d));
     sd_fast_vector_ops(d->y); /* SUNDIALS clones its own vectors from this one */
-    if (d->kind == SD_IDA) {
-        d->yp = N_VClone(d->y);
-        d->mem = IDACreate(d->ctx);
-        if (!d->yp || !d->mem) return mbk_set_error(MBK_ENOMEM, "IDA: out of memory");
-        memcpy(N_VGetArrayPointer(d->yp), mbk_state_get_ydot(s), (size_t)d->ny * sizeof(double));
-        SD_TRY(IDASetErrHandlerFn(d->mem, sd_err, d), "setting the error handler");
-        SD_TRY(IDAInit(d->mem, ida_res, t0, d->y, d->yp), "initializing");
-        SD_TRY(IDASetUserData(d->mem, d), "setting user data");
-        SD_TRY(IDASetMaxNumSteps(d->mem, -1), "setting the step limit");
-        d->A = sd_dense_matrix(d->ny, d->ctx);
-        d->LS = d->A ? sd_lapack_dense_solver(d->ny, mbk_state_get_nq(s), d->ctx) : NULL;
-        if (!d->LS) return mbk_set_error(MBK_ENOMEM, "IDA: could not make the dense linear solver");
-        SD_TRY(IDASetLinearSolver(d->mem, d->LS, d->A), "attaching the linear solver");
-        if (d->nroots > 0) {
-            SD_TRY(IDARootInit(d->mem, d->nroots, ida_g), "setting up root finding");
-            SD_TRY(IDASetRootDirection(d->mem, d->rootdir), "setting root directions");
-            SD_TRY(IDASetNoInactiveRootWarn(d->mem), "setting root warnings");
-        }
-    } else {
-        d->mem = CVodeCreate(d->kind == SD_BDF ? CV_BDF : CV_ADAMS, d->ctx);
-        if (!d->mem) return mbk_set_error(MBK_ENOMEM, "CVODE: out of memory");
-        SD_TRY(CVodeSetErrHandlerFn(d->mem, sd_err, d), "setting the error handler");
-        SD_TRY(CVodeInit(d->mem, cv_rhs, t0, d->y), "initializing");
-        SD_TRY(CVodeSetUserData(d->mem, d), "setting user data");
-        SD_TRY(CVodeSetMaxNumSteps(d->mem, -1), "setting the step limit");
-        if (d->kind == SD_BDF) {
-            d->A = sd_dense_matrix(d->ny, d->ctx);
-            d->LS = d->A ? sd_lapack_dense_solver(d->ny, mbk_state_get_nq(s), d->ctx) : NULL;
-            if (!d->LS) return mbk_set_error(MBK_ENOMEM, "CVODE: could not make the dense linear solver");
-            SD_TRY(CVodeSetLinearSolver(d->mem, d->LS, d->A), "attaching the linear solver");
-            SD_TRY(CVodeSetProjFn(d->mem, cv_proj), "setting the projection");
-            SD_TRY(CVodeSetProjErrEst(d->mem, SUNFALSE), "setting the projection error estimate");
-        } else {
-            d->NLS = SUNNonlinSol_FixedPoint(d->y, 0, d->ctx);
-            if (!d->NLS) return mbk_set_error(MBK_ENOMEM, "CVODE: could not make the fixed-point solver");
-            SD_TRY(CVodeSetNonlinearSolver(d->mem, d->NLS), "attaching the fixed-point solver");
-        }
-        if (d->nroots > 0) {
-            SD_TRY(CVodeRootInit(d->mem, d->nroots, cv_g), "setting up root finding");
-            SD_TRY(CVodeSetRootDirection(d->mem, d->rootdir), "setting root directions");
-            SD_TRY(CVodeSetNoInactiveRootWarn(d->mem), "setting root warnings");
-        }
-    }
-    return sd_apply_settings(d);
+    rc = d->kind == SD_IDA ? ida_create(d, s, t0) : cvode_create(d, s, t0);
+    return rc < 0 ? rc : sd_apply_settings(d);
 }
 
 /* Restart at the current State (history dropped, as after a discontinuity); counted in
