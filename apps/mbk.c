@@ -226,116 +226,170 @@ static void list_message(char *buf, size_t cap, const list_error *e)
         snprintf(buf, cap, "value %d ('%s') is not a number", e->index, e->item);
 }
 
+/* What an option handler returns when the option is not one of its own. */
+enum { OPT_UNKNOWN = -1 };
+
+/* The commands an option may belong to. */
+typedef struct opt_cmd {
+    const char *name; /* run, view, info, bench */
+    bool run;         /* run or view */
+    bool info, bench;
+} opt_cmd;
+
+/* An option of the model's loading (all commands), or of info or bench: APP_OK,
+   APP_USAGE or OPT_UNKNOWN; *takes: it took the next argument v. */
+static int model_option(const opt_cmd *c, const char *a, const char *v, run_options *o, bool *takes,
+                        bool *min_inertia_given)
+{
+    *takes = false;
+    if (!strcmp(a, "--floating-base")) o->mo.floating_base = true;
+    else if (!strcmp(a, "--no-limits")) o->mo.no_limits = true;
+    else if (!strcmp(a, "--no-damping")) o->mo.no_damping = true;
+    else if (!strcmp(a, "--friction")) o->mo.friction = true;
+    else if (!strcmp(a, "--strict-inertia")) o->mo.strict_inertia = true;
+    else if (!strcmp(a, "--balance-inertia")) o->mo.balance_inertia = true;
+    else if (!strcmp(a, "--verbose")) o->mo.warnings = 1;
+    else if (!strcmp(a, "--ground")) o->mo.ground = true, *takes = optional_number(v, &o->mo.ground_height);
+    else if (!strcmp(a, "--min-mass") || !strcmp(a, "--min-inertia")) {
+        bool mass = a[6] == 'm';
+        double x = mass ? 0.01 : 1e-6;
+        *takes = optional_number(v, &x);
+        if (!(x > 0)) return usage_error(c->name, "%s needs a value > 0", a);
+        if (mass) o->mo.min_mass = x;
+        else o->mo.min_inertia = x, *min_inertia_given = true;
+    } else if (!c->run && !strcmp(a, "--quiet")) o->mo.warnings = -1;
+    else if (c->info && !strcmp(a, "--all")) o->all = true;
+    else if (!strcmp(a, "--max-urdf-bytes")) {
+        double n = 0;
+        *takes = true;
+        if (parse_count(c->name, a, v, 1, 1e15, &n)) return APP_USAGE;
+        o->mo.max_urdf_bytes = (size_t)n;
+    } else if (c->bench && !strcmp(a, "--time")) {
+        *takes = true;
+        if (parse_number(c->name, a, v, &o->bench_time)) return APP_USAGE;
+    } else {
+        return OPT_UNKNOWN;
+    }
+    return APP_OK;
+}
+
+/* A file name v for option a: into *dst, or a usage error if missing. */
+static int file_option(const char *cmd, const char *a, const char *v, const char **dst)
+{
+    if (!v || !*v) return usage_error(cmd, "%s needs a file name", a);
+    *dst = v;
+    return APP_OK;
+}
+
+/* --gravity X,Y,Z. */
+static int gravity_option(const char *cmd, const char *v, run_options *o)
+{
+    double g[3];
+    list_error le;
+    int k = v ? parse_list(v, ',', g, 3, &le) : 0;
+    if (k < 0) {
+        char why[160];
+        list_message(why, sizeof why, &le);
+        return usage_error(cmd, "--gravity: %s", why);
+    }
+    if (k != 3) return usage_error(cmd, "--gravity needs X,Y,Z (3 numbers), got '%s'", v ? v : "");
+    o->have_gravity = true, o->gravity = mbk_vec3_make(g[0], g[1], g[2]);
+    return APP_OK;
+}
+
+/* An option of mbk run and mbk view (each takes the next argument v, but --quiet):
+   APP_OK, APP_USAGE or OPT_UNKNOWN. */
+static int run_option(const char *cmd, const char *a, const char *v, run_options *o, bool *takes)
+{
+    double n = 0;
+    *takes = true;
+    if (!strcmp(a, "--quiet")) {
+        o->quiet = true, o->mo.warnings = -1, *takes = false;
+        return APP_OK;
+    }
+    if (!strcmp(a, "--max-steps")) {
+        if (parse_count(cmd, a, v, 1, 1e15, &n)) return APP_USAGE;
+        o->max_steps = (long)n;
+        return APP_OK;
+    }
+    double *number = !strcmp(a, "--t-final")           ? &o->t_final
+                     : !strcmp(a, "--accuracy")         ? &o->accuracy
+                     : !strcmp(a, "--step")             ? &o->step
+                     : !strcmp(a, "--interval")         ? &o->interval
+                     : !strcmp(a, "--checkpoint-every") ? &o->checkpoint_every
+                                                        : NULL;
+    if (number) {
+        if (number == &o->interval) o->interval_given = true;
+        return parse_number(cmd, a, v, number) ? APP_USAGE : APP_OK;
+    }
+    if (!strcmp(a, "--checkpoint")) return file_option(cmd, a, v, &o->checkpoint);
+    if (!strcmp(a, "--resume")) return file_option(cmd, a, v, &o->resume);
+    if (!strcmp(a, "--html")) return file_option(cmd, a, v, &o->html);
+    if (!strcmp(a, "--output")) return file_option(cmd, a, v, &o->output);
+    if (!strcmp(a, "--plot")) return file_option(cmd, a, v, &o->plot);
+    if (!strcmp(a, "--gravity")) return gravity_option(cmd, v, o);
+    if (!strcmp(a, "--integrator")) {
+        if (!v) return usage_error(cmd, "%s needs a name", a);
+        o->integrator = v;
+        return APP_OK;
+    }
+    if (!strcmp(a, "--q0") || !strcmp(a, "--u0")) {
+        if (!v) return usage_error(cmd, "%s needs a list", a);
+        *(a[2] == 'q' ? &o->q0 : &o->u0) = v;
+        return APP_OK;
+    }
+    return OPT_UNKNOWN;
+}
+
+/* The run options' values, checked together once all are read; the default interval. */
+static int check_run_options(const char *cmd, run_options *o)
+{
+    if (!(o->t_final > 0)) return usage_error(cmd, "%s", "--t-final must be > 0");
+    if (!(o->accuracy > 0 && o->accuracy < 1)) return usage_error(cmd, "%s", "--accuracy must be in (0, 1)");
+    if (o->step < 0 || o->step > o->t_final) return usage_error(cmd, "%s", "--step must be in (0, t-final]");
+    if (o->interval < 0 || o->interval > o->t_final) return usage_error(cmd, "%s", "--interval must be in (0, t-final]");
+    if (!app_integrator_known(o->integrator)) return usage_error(cmd, "unknown integrator '%s'", o->integrator);
+    if (o->step > 0 && !app_integrator_fixed_step_ok(o->integrator))
+        return usage_error(cmd, "--step: %s chooses its own steps; a fixed step works with rkmerson, rk4, euler "
+                                "and semi-euler", o->integrator);
+    if (o->checkpoint_every < 0 || (o->checkpoint_every > 0 && !o->checkpoint))
+        return usage_error(cmd, "%s", "--checkpoint-every needs --checkpoint FILE and a time > 0");
+    if (o->resume && o->fixed_by_resume)
+        return usage_error(cmd, "%s cannot be combined with --resume: the checkpoint holds the State, the "
+                           "integrator and its settings", o->fixed_by_resume);
+    if (o->interval == 0) o->interval = o->t_final / 1000;
+    if ((o->t_final / o->interval) > 1e7) return usage_error(cmd, "%s", "--interval gives more than 1e7 samples");
+    return APP_OK;
+}
+
 static int parse_options(const char *cmd, int argc, char **argv, run_options *o)
 {
     memset(o, 0, sizeof *o);
     o->t_final = 10.0, o->accuracy = 1e-6, o->integrator = app_integrator_default(), o->bench_time = 0.25;
     o->output = "mbk-out/trajectory.csv", o->plot = "mbk-out/plot.svg";
-    bool run = !strcmp(cmd, "run") || !strcmp(cmd, "view"), info = !strcmp(cmd, "info"), bench = !strcmp(cmd, "bench");
+    const opt_cmd c = {cmd, !strcmp(cmd, "run") || !strcmp(cmd, "view"), !strcmp(cmd, "info"), !strcmp(cmd, "bench")};
     if (!strcmp(cmd, "view")) /* a short run, shown: only the page unless told */
         o->view = true, o->t_final = 2, o->output = "none", o->plot = "none", o->html = "mbk-out/view.html";
     bool min_inertia_given = false;
     for (int i = 0; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int rc = 0;
-        bool takes = true;
         if (a[0] != '-' || !strcmp(a, "-")) {
             if (o->model) return usage_error(cmd, "more than one model given ('%s')", a);
             o->model = a;
             continue;
         }
-        if (!strcmp(a, "--floating-base")) o->mo.floating_base = true, takes = false;
-        else if (!strcmp(a, "--no-limits")) o->mo.no_limits = true, takes = false;
-        else if (!strcmp(a, "--no-damping")) o->mo.no_damping = true, takes = false;
-        else if (!strcmp(a, "--friction")) o->mo.friction = true, takes = false;
-        else if (!strcmp(a, "--strict-inertia")) o->mo.strict_inertia = true, takes = false;
-        else if (!strcmp(a, "--balance-inertia")) o->mo.balance_inertia = true, takes = false;
-        else if (!strcmp(a, "--verbose")) o->mo.warnings = 1, takes = false;
-        else if (!strcmp(a, "--ground")) o->mo.ground = true, takes = optional_number(v, &o->mo.ground_height);
-        else if (!strcmp(a, "--min-mass") || !strcmp(a, "--min-inertia")) {
-            bool mass = a[6] == 'm';
-            double x = mass ? 0.01 : 1e-6;
-            takes = optional_number(v, &x);
-            if (!(x > 0)) return usage_error(cmd, "%s needs a value > 0", a);
-            if (mass) o->mo.min_mass = x;
-            else o->mo.min_inertia = x, min_inertia_given = true;
-        }
-        else if (!run && !strcmp(a, "--quiet")) o->mo.warnings = -1, takes = false;
-        else if (info && !strcmp(a, "--all")) o->all = true, takes = false;
-        else if (!strcmp(a, "--max-urdf-bytes")) {
-            double n = 0;
-            rc = parse_count(cmd, a, v, 1, 1e15, &n);
-            o->mo.max_urdf_bytes = (size_t)n;
-        } else if (run && !strcmp(a, "--max-steps")) {
-            double n = 0;
-            rc = parse_count(cmd, a, v, 1, 1e15, &n);
-            o->max_steps = (long)n;
-        }
-        else if (bench && !strcmp(a, "--time")) rc = parse_number(cmd, a, v, &o->bench_time);
-        else if (run && !strcmp(a, "--quiet")) o->quiet = true, o->mo.warnings = -1, takes = false;
-        else if (run && !strcmp(a, "--t-final")) rc = parse_number(cmd, a, v, &o->t_final);
-        else if (run && !strcmp(a, "--accuracy")) rc = parse_number(cmd, a, v, &o->accuracy);
-        else if (run && !strcmp(a, "--step")) rc = parse_number(cmd, a, v, &o->step);
-        else if (run && !strcmp(a, "--interval")) rc = parse_number(cmd, a, v, &o->interval), o->interval_given = true;
-        else if (run && !strcmp(a, "--checkpoint-every")) rc = parse_number(cmd, a, v, &o->checkpoint_every);
-        else if (run && (!strcmp(a, "--checkpoint") || !strcmp(a, "--resume"))) {
-            if (!v || !*v) return usage_error(cmd, "%s needs a file name", a);
-            if (a[2] == 'c') o->checkpoint = v;
-            else o->resume = v;
-        } else if (run && !strcmp(a, "--integrator")) {
-            if (!v) return usage_error(cmd, "%s needs a name", a);
-            o->integrator = v;
-        } else if (run && !strcmp(a, "--gravity")) {
-            double g[3];
-            list_error le;
-            int k = v ? parse_list(v, ',', g, 3, &le) : 0;
-            if (k < 0) {
-                char why[160];
-                list_message(why, sizeof why, &le);
-                return usage_error(cmd, "--gravity: %s", why);
-            }
-            if (k != 3) return usage_error(cmd, "--gravity needs X,Y,Z (3 numbers), got '%s'", v ? v : "");
-            o->have_gravity = true, o->gravity = mbk_vec3_make(g[0], g[1], g[2]);
-        } else if (run && (!strcmp(a, "--q0") || !strcmp(a, "--u0"))) {
-            if (!v) return usage_error(cmd, "%s needs a list", a);
-            if (a[2] == 'q') o->q0 = v;
-            else o->u0 = v;
-        } else if (run && !strcmp(a, "--html")) {
-            if (!v || !*v) return usage_error(cmd, "%s needs a file name", a);
-            o->html = v;
-        } else if (run && (!strcmp(a, "--output") || !strcmp(a, "--plot"))) {
-            if (!v || !*v) return usage_error(cmd, "%s needs a file name", a);
-            if (a[2] == 'o') o->output = v;
-            else o->plot = v;
-        } else {
-            return usage_error(cmd, "unknown option '%s'", a);
-        }
+        bool takes = false;
+        int rc = model_option(&c, a, v, o, &takes, &min_inertia_given);
+        if (rc == OPT_UNKNOWN && c.run) rc = run_option(cmd, a, v, o, &takes);
+        if (rc == OPT_UNKNOWN) return usage_error(cmd, "unknown option '%s'", a);
         if (rc) return APP_USAGE;
         if (!strcmp(a, "--integrator") || !strcmp(a, "--accuracy") || !strcmp(a, "--step") ||
             !strcmp(a, "--gravity") || !strcmp(a, "--q0") || !strcmp(a, "--u0"))
             o->fixed_by_resume = a;
         if (takes) ++i;
     }
-    if (run) {
-        if (!(o->t_final > 0)) return usage_error(cmd, "%s", "--t-final must be > 0");
-        if (!(o->accuracy > 0 && o->accuracy < 1)) return usage_error(cmd, "%s", "--accuracy must be in (0, 1)");
-        if (o->step < 0 || o->step > o->t_final) return usage_error(cmd, "%s", "--step must be in (0, t-final]");
-        if (o->interval < 0 || o->interval > o->t_final)
-            return usage_error(cmd, "%s", "--interval must be in (0, t-final]");
-        if (!app_integrator_known(o->integrator))
-            return usage_error(cmd, "unknown integrator '%s'", o->integrator);
-        if (o->step > 0 && !app_integrator_fixed_step_ok(o->integrator))
-            return usage_error(cmd, "--step: %s chooses its own steps; a fixed step works with rkmerson, rk4, euler "
-                                    "and semi-euler", o->integrator);
-        if (o->checkpoint_every < 0 || (o->checkpoint_every > 0 && !o->checkpoint))
-            return usage_error(cmd, "%s", "--checkpoint-every needs --checkpoint FILE and a time > 0");
-        if (o->resume && o->fixed_by_resume)
-            return usage_error(cmd, "%s cannot be combined with --resume: the checkpoint holds the State, the "
-                               "integrator and its settings", o->fixed_by_resume);
-        if (o->interval == 0) o->interval = o->t_final / 1000;
-        if ((o->t_final / o->interval) > 1e7) return usage_error(cmd, "%s", "--interval gives more than 1e7 samples");
-    }
-    if (bench && !(o->bench_time > 0 && o->bench_time <= 60)) return usage_error(cmd, "%s", "--time must be in (0, 60]");
+    if (c.run && check_run_options(cmd, o)) return APP_USAGE;
+    if (c.bench && !(o->bench_time > 0 && o->bench_time <= 60)) return usage_error(cmd, "%s", "--time must be in (0, 60]");
     /* a mass alone leaves a point mass on a joint axis without inertia */
     if (o->mo.min_mass > 0 && !min_inertia_given) o->mo.min_inertia = 1e-6;
     return APP_OK;
