@@ -248,88 +248,100 @@ static int parse_dist(sweep_var *v, const char *spec)
     return APP_OK;
 }
 
-static int parse_args(int argc, char **argv, sweep *w)
+/* --samples, --seed or --threads a: a whole number v in its range. */
+static int count_option(const char *a, const char *v, sweep *w)
 {
-    w->t_final = 10.0, w->accuracy = 1e-6, w->integrator = app_integrator_default();
-    w->samples = 1, w->seed = 1, w->output = "mbk-out/sweep.csv", w->plot = "mbk-out/sweep.svg";
-    bool have_samples = false;
-    for (int i = 0; i < argc; ++i) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool takes = true;
-        int rc = 0;
-        double x;
-        if (a[0] != '-' || !strcmp(a, "-")) {
-            if (w->model_spec) return usage_error("more than one model given ('%s')", a);
-            w->model_spec = a;
-            continue;
-        }
-        if (!strcmp(a, "--floating-base")) w->mo.floating_base = true, takes = false;
-        else if (!strcmp(a, "--no-limits")) w->mo.no_limits = true, takes = false;
-        else if (!strcmp(a, "--no-damping")) w->mo.no_damping = true, takes = false;
-        else if (!strcmp(a, "--quiet")) w->quiet = true, takes = false;
-        else if (!strcmp(a, "--resume")) w->resume = true, takes = false;
-        else if (!strcmp(a, "--t-final")) rc = option_number(a, v, &w->t_final);
-        else if (!strcmp(a, "--accuracy")) rc = option_number(a, v, &w->accuracy);
-        else if (!strcmp(a, "--step")) rc = option_number(a, v, &w->step);
-        else if (!strcmp(a, "--samples") || !strcmp(a, "--seed") || !strcmp(a, "--threads")) {
-            if ((rc = option_number(a, v, &x)) == 0) {
-                bool whole = x == floor(x);
-                if (!strcmp(a, "--samples")) {
-                    if (!whole || x < 1 || x > MAX_MEMBERS)
-                        return usage_error("--samples must be a whole number from 1 to 100000000, got '%s'", v);
-                    w->samples = (long)x, have_samples = true;
-                } else if (!strcmp(a, "--seed")) {
-                    if (!whole || x < 0 || x > 9007199254740992.0)
-                        return usage_error("--seed must be a whole number from 0 to 2^53, got '%s'", v);
-                    w->seed = (uint64_t)x;
-                } else {
-                    if (!whole || x < 0 || x > 4096) return usage_error("--threads must be 0 (all cores) to 4096, got '%s'", v);
-                    w->threads = (int)x;
-                }
-            }
-        } else if (!strcmp(a, "--integrator")) {
-            if (!v) return usage_error("%s needs a name", a);
-            w->integrator = v;
-        } else if (!strcmp(a, "--gravity")) {
-            double g[3];
-            char buf[256];
-            const char *bad = NULL;
-            snprintf(buf, sizeof buf, "%s", v ? v : "");
-            if (!v || number_list(buf, g, 3, &bad) != 3) return usage_error("--gravity needs X,Y,Z, got '%s'", v ? v : "");
-            w->have_gravity = true, w->gravity = mbk_vec3_make(g[0], g[1], g[2]);
-        } else if (!strcmp(a, "--q0") || !strcmp(a, "--u0")) {
-            if (!v) return usage_error("%s needs a list", a);
-            if (a[2] == 'q') w->q0_text = v;
-            else w->u0_text = v;
-        } else if (!strcmp(a, "--output") || !strcmp(a, "--plot")) {
-            if (!v || !*v) return usage_error("%s needs a file name", a);
-            if (a[2] == 'o') w->output = v;
-            else w->plot = v;
-        } else if (!strcmp(a, "--vary")) {
-            if (!v) return usage_error("%s needs NAME=DIST", a);
-            if (w->nvars == MAX_VARS) return usage_error("%s", "at most 32 --vary options");
-            const char *eq = strchr(v, '=');
-            if (!eq || eq == v) return usage_error("--vary needs NAME=DIST, got '%s'", v);
-            sweep_var *sv = &w->vars[w->nvars++];
-            size_t nl = (size_t)(eq - v);
-            if (nl >= sizeof sv->name) return usage_error("--vary: the name '%s' is too long", v);
-            memcpy(sv->name, v, nl);
-            sv->name[nl] = '\0';
-            for (int k = 0; k + 1 < w->nvars; ++k)
-                if (!strcmp(w->vars[k].name, sv->name)) return usage_error("--vary %s is given twice", sv->name);
-            if ((rc = parse_dist(sv, eq + 1)) != APP_OK) return rc;
-        } else {
-            return usage_error("unknown option '%s'", a);
-        }
-        if (rc) return APP_USAGE;
-        if (takes) ++i;
+    double x;
+    if (option_number(a, v, &x)) return APP_USAGE;
+    const bool whole = x == floor(x);
+    if (!strcmp(a, "--samples")) {
+        if (!whole || x < 1 || x > MAX_MEMBERS)
+            return usage_error("--samples must be a whole number from 1 to 100000000, got '%s'", v);
+        w->samples = (long)x;
+    } else if (!strcmp(a, "--seed")) {
+        if (!whole || x < 0 || x > 9007199254740992.0)
+            return usage_error("--seed must be a whole number from 0 to 2^53, got '%s'", v);
+        w->seed = (uint64_t)x;
+    } else {
+        if (!whole || x < 0 || x > 4096) return usage_error("--threads must be 0 (all cores) to 4096, got '%s'", v);
+        w->threads = (int)x;
     }
-    (void)have_samples;
+    return APP_OK;
+}
+
+/* --vary NAME=DIST: a new varied parameter (at most MAX_VARS, each name once). */
+static int vary_option(const char *a, const char *v, sweep *w)
+{
+    if (!v) return usage_error("%s needs NAME=DIST", a);
+    if (w->nvars == MAX_VARS) return usage_error("%s", "at most 32 --vary options");
+    const char *eq = strchr(v, '=');
+    if (!eq || eq == v) return usage_error("--vary needs NAME=DIST, got '%s'", v);
+    sweep_var *sv = &w->vars[w->nvars++];
+    size_t nl = (size_t)(eq - v);
+    if (nl >= sizeof sv->name) return usage_error("--vary: the name '%s' is too long", v);
+    memcpy(sv->name, v, nl);
+    sv->name[nl] = '\0';
+    for (int k = 0; k + 1 < w->nvars; ++k)
+        if (!strcmp(w->vars[k].name, sv->name)) return usage_error("--vary %s is given twice", sv->name);
+    return parse_dist(sv, eq + 1);
+}
+
+/* An option that takes a value v: APP_OK or APP_USAGE. */
+static int value_option(const char *a, const char *v, sweep *w)
+{
+    if (!strcmp(a, "--t-final")) return option_number(a, v, &w->t_final) ? APP_USAGE : APP_OK;
+    if (!strcmp(a, "--accuracy")) return option_number(a, v, &w->accuracy) ? APP_USAGE : APP_OK;
+    if (!strcmp(a, "--step")) return option_number(a, v, &w->step) ? APP_USAGE : APP_OK;
+    if (!strcmp(a, "--samples") || !strcmp(a, "--seed") || !strcmp(a, "--threads")) return count_option(a, v, w);
+    if (!strcmp(a, "--vary")) return vary_option(a, v, w);
+    if (!strcmp(a, "--integrator")) {
+        if (!v) return usage_error("%s needs a name", a);
+        w->integrator = v;
+    } else if (!strcmp(a, "--gravity")) {
+        double g[3];
+        char buf[256];
+        const char *bad = NULL;
+        snprintf(buf, sizeof buf, "%s", v ? v : "");
+        if (!v || number_list(buf, g, 3, &bad) != 3) return usage_error("--gravity needs X,Y,Z, got '%s'", v ? v : "");
+        w->have_gravity = true, w->gravity = mbk_vec3_make(g[0], g[1], g[2]);
+    } else if (!strcmp(a, "--q0") || !strcmp(a, "--u0")) {
+        if (!v) return usage_error("%s needs a list", a);
+        if (a[2] == 'q') w->q0_text = v;
+        else w->u0_text = v;
+    } else if (!strcmp(a, "--output") || !strcmp(a, "--plot")) {
+        if (!v || !*v) return usage_error("%s needs a file name", a);
+        if (a[2] == 'o') w->output = v;
+        else w->plot = v;
+    } else {
+        return usage_error("unknown option '%s'", a);
+    }
+    return APP_OK;
+}
+
+/* Option a (v the next argument; *takes: it took v): APP_OK or APP_USAGE. */
+static int sweep_option(const char *a, const char *v, sweep *w, bool *takes)
+{
+    *takes = false;
+    if (!strcmp(a, "--floating-base")) w->mo.floating_base = true;
+    else if (!strcmp(a, "--no-limits")) w->mo.no_limits = true;
+    else if (!strcmp(a, "--no-damping")) w->mo.no_damping = true;
+    else if (!strcmp(a, "--quiet")) w->quiet = true;
+    else if (!strcmp(a, "--resume")) w->resume = true;
+    else {
+        *takes = true;
+        return value_option(a, v, w);
+    }
+    return APP_OK;
+}
+
+/* The values checked together; the number of members and each grid's or list's
+   stride (the first varies slowest). */
+static int check_sweep(sweep *w)
+{
     if (!(w->t_final > 0)) return usage_error("%s", "--t-final must be > 0");
     if (!(w->accuracy > 0 && w->accuracy < 1)) return usage_error("%s", "--accuracy must be in (0, 1)");
     if (w->step < 0 || w->step > w->t_final) return usage_error("%s", "--step must be in (0, t-final]");
     if (!app_integrator_known(w->integrator)) return usage_error("unknown integrator '%s'", w->integrator);
-    /* the number of members */
     double n = (double)w->samples;
     for (int k = 0; k < w->nvars; ++k)
         if (w->vars[k].dist == D_GRID || w->vars[k].dist == D_LIST) n *= w->vars[k].n;
@@ -337,12 +349,30 @@ static int parse_args(int argc, char **argv, sweep *w)
     w->n_members = (long)n;
     w->combos = w->n_members / w->samples;
     long stride = w->samples;
-    for (int k = w->nvars - 1; k >= 0; --k) /* the first grid or list varies slowest */
+    for (int k = w->nvars - 1; k >= 0; --k)
         if (w->vars[k].dist == D_GRID || w->vars[k].dist == D_LIST) {
             w->vars[k].stride = stride;
             stride *= w->vars[k].n;
         }
     return APP_OK;
+}
+
+static int parse_args(int argc, char **argv, sweep *w)
+{
+    w->t_final = 10.0, w->accuracy = 1e-6, w->integrator = app_integrator_default();
+    w->samples = 1, w->seed = 1, w->output = "mbk-out/sweep.csv", w->plot = "mbk-out/sweep.svg";
+    for (int i = 0; i < argc; ++i) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (a[0] != '-' || !strcmp(a, "-")) {
+            if (w->model_spec) return usage_error("more than one model given ('%s')", a);
+            w->model_spec = a;
+            continue;
+        }
+        bool takes;
+        if (sweep_option(a, v, w, &takes) != APP_OK) return APP_USAGE;
+        if (takes) ++i;
+    }
+    return check_sweep(w);
 }
 
 /* ---- names of the varied parameters ---------------------------------------- */
