@@ -99,6 +99,29 @@ int app_model_default_pose(const app_model *m, mbk_state *s, char *note, size_t 
 /* Index in q of a joint's first coordinate, its count in *nq; -1 if unknown. */
 int app_model_find_joint_q(const app_model *m, const mbk_state *s, const char *joint, int *nq);
 
+/* ---- lists of numbers, initial values (app_values.c) ---- */
+/* The first bad item of a list, for messages. */
+typedef struct app_list_error {
+    int index;        /* 1-based */
+    char item[48];    /* its text (cut) */
+    bool not_finite;  /* a number, but NaN, infinite or out of range */
+} app_list_error;
+/* Items separated by sep, each a finite number, into out (the first cap of them):
+   the number of items (which may exceed cap), or -1 with *e naming the first bad one. */
+int app_parse_list(const char *text, char sep, double *out, int cap, app_list_error *e);
+/* Message for a list that app_parse_list refused: which value, and why. */
+void app_list_message(char *buf, size_t cap, const app_list_error *e);
+/* One initial value: a coordinate's (or speed's) index and its value. */
+typedef struct app_assign {
+    int index;    /* into q (or u) */
+    double value;
+} app_assign;
+/* --q0 / --u0 TEXT for the model in s: n plain numbers, or JOINT=V[:V...] pairs, into
+   out (room for nq or nu) and *nout; says what is wrong as "mbk CMD: ..." on stderr.
+   APP_OK, APP_USAGE or APP_FAILED (out of memory). */
+int app_parse_initial(const app_model *m, const mbk_state *s, const char *cmd, const char *text, bool is_q,
+                      app_assign *out, int *nout);
+
 /* ---- integration (app_integrate.c) ---- */
 typedef struct app_stats {
     char integrator[64];

@@ -46,11 +46,6 @@ typedef struct sweep_var {
     long stride;        /* grid and list: members per step of this variable (times samples) */
 } sweep_var;
 
-typedef struct assign {
-    int index;
-    double value;
-} assign;
-
 typedef struct sweep {
     /* options */
     const char *model_spec;
@@ -71,7 +66,7 @@ typedef struct sweep {
     app_model m;
     int nq, nu, nconstraints;
     long n_members, combos;
-    assign *q0, *u0;    /* --q0, --u0 */
+    app_assign *q0, *u0; /* --q0, --u0 */
     int nq0, nu0;
     size_t record_size;
     mbk_ensemble *e;
@@ -299,10 +294,14 @@ static int value_option(const char *a, const char *v, sweep *w)
         w->integrator = v;
     } else if (!strcmp(a, "--gravity")) {
         double g[3];
-        char buf[256];
-        const char *bad = NULL;
-        snprintf(buf, sizeof buf, "%s", v ? v : "");
-        if (!v || number_list(buf, g, 3, &bad) != 3) return usage_error("--gravity needs X,Y,Z, got '%s'", v ? v : "");
+        app_list_error le;
+        int k = v ? app_parse_list(v, ',', g, 3, &le) : 0;
+        if (k < 0) {
+            char why[160];
+            app_list_message(why, sizeof why, &le);
+            return usage_error("--gravity: %s", why);
+        }
+        if (k != 3) return usage_error("--gravity needs X,Y,Z (3 numbers), got '%s'", v ? v : "");
         w->have_gravity = true, w->gravity = mbk_vec3_make(g[0], g[1], g[2]);
     } else if (!strcmp(a, "--q0") || !strcmp(a, "--u0")) {
         if (!v) return usage_error("%s needs a list", a);
@@ -497,64 +496,13 @@ static int resolve_var(sweep *w, sweep_var *v, const mbk_state *s)
 }
 
 /* --q0 / --u0: n numbers, or JOINT=V[:V...] pairs, into assignments. */
-static int parse_initial(sweep *w, const mbk_state *s, const char *text, bool is_q, assign **out, int *nout)
+/* --q0 / --u0 for the model in s (app_parse_initial), kept to set each member's State. */
+static int parse_initial(sweep *w, const mbk_state *s, const char *text, bool is_q, app_assign **out, int *nout)
 {
-    const char *what = is_q ? "--q0" : "--u0";
-    int n = is_q ? mbk_state_get_nq(s) : mbk_state_get_nu(s);
-    const mbk_matter *mt = mbk_multibody_get_matter(w->m.sys);
+    const int n = is_q ? mbk_state_get_nq(s) : mbk_state_get_nu(s);
     *out = calloc((size_t)n + 1, sizeof **out);
-    char *copy = malloc(strlen(text) + 1);
-    if (!*out || !copy) {
-        free(copy);
-        return APP_FAILED;
-    }
-    strcpy(copy, text);
-    int status = APP_OK;
-    *nout = 0;
-    if (!strchr(text, '=')) {
-        double *v = malloc(sizeof(double) * ((size_t)n + 1));
-        const char *bad = NULL;
-        int k = v ? number_list(copy, v, n + 1, &bad) : -1;
-        if (k != n) {
-            fprintf(stderr, "mbk sweep: %s needs %d comma-separated numbers for this model (or JOINT=V pairs)\n", what, n);
-            status = APP_USAGE;
-        }
-        for (int i = 0; status == APP_OK && i < n; ++i) (*out)[(*nout)++] = (assign){i, v[i]};
-        free(v);
-        free(copy);
-        return status;
-    }
-    for (char *save = NULL, *item = strtok_r(copy, ",", &save); item && status == APP_OK; item = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(item, '=');
-        if (!eq) {
-            fprintf(stderr, "mbk sweep: %s: '%s' is not JOINT=VALUE\n", what, item);
-            status = APP_USAGE;
-            break;
-        }
-        *eq = '\0';
-        int k, b = find_joint(&w->m, item, &k);
-        if (b < 0 || k) {
-            fprintf(stderr, "mbk sweep: %s: the model has no joint named '%s' (mbk info lists them)\n", what, item);
-            status = APP_USAGE;
-            break;
-        }
-        int start = is_q ? mbk_matter_get_body_q_start(mt, s, b) : mbk_matter_get_body_u_start(mt, s, b);
-        int nb = is_q ? mbk_matter_get_body_num_q(mt, s, b) : mbk_matter_get_body_num_u(mt, s, b);
-        for (char *p = eq + 1; *p; ++p)
-            if (*p == ':') *p = ',';
-        double v[8];
-        const char *bad = NULL;
-        int got = number_list(eq + 1, v, 8, &bad);
-        if (got != nb) {
-            fprintf(stderr, "mbk sweep: %s: joint '%s' has %d %s; give %d number%s separated by ':'\n", what, item, nb,
-                    is_q ? "q" : "u", nb, nb == 1 ? "" : "s");
-            status = APP_USAGE;
-            break;
-        }
-        for (int j = 0; j < nb && *nout < n; ++j) (*out)[(*nout)++] = (assign){start + j, v[j]};
-    }
-    free(copy);
-    return status;
+    if (!*out) return APP_FAILED;
+    return app_parse_initial(&w->m, s, "sweep", text, is_q, *out, nout);
 }
 
 /* ---- members ------------------------------------------------------------------ */

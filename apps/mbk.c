@@ -170,62 +170,6 @@ static bool optional_number(const char *text, double *out)
     return true;
 }
 
-/* The first bad item of a list, for messages. */
-typedef struct list_error {
-    int index;        /* 1-based */
-    char item[48];    /* its text (cut) */
-    bool not_finite;  /* a number, but NaN, infinite or out of range */
-} list_error;
-
-/* Items separated by sep, each a finite number, into out (the first cap of them).
-   Returns the number of items (which may exceed cap), or -1 with *e naming the
-   first item that is not a finite number. */
-static int parse_list(const char *text, char sep, double *out, int cap, list_error *e)
-{
-    int n = 0;
-    const char *p = text;
-    for (;;) {
-        const char *stop = strchr(p, sep);
-        size_t len = stop ? (size_t)(stop - p) : strlen(p);
-        char item[64];
-        int ok = len > 0 && len < sizeof item;
-        double v = NAN;
-        if (ok) {
-            memcpy(item, p, len);
-            item[len] = '\0';
-            char *end = NULL;
-            errno = 0;
-            v = strtod(item, &end);
-            ok = end != item && *end == '\0';
-            if (ok && (!isfinite(v) || (errno == ERANGE && fabs(v) > 1))) {
-                e->index = n + 1, e->not_finite = true;
-                snprintf(e->item, sizeof e->item, "%.*s", (int)len, p);
-                return -1;
-            }
-        }
-        if (!ok) {
-            e->index = n + 1, e->not_finite = false;
-            snprintf(e->item, sizeof e->item, "%.*s", (int)(len < 40 ? len : 40), p);
-            return -1;
-        }
-        if (n < cap) out[n] = v;
-        ++n;
-        if (!stop) return n;
-        p = stop + 1;
-    }
-}
-
-/* Message for a list that parse_list refused: which value, and why. */
-static void list_message(char *buf, size_t cap, const list_error *e)
-{
-    if (e->not_finite)
-        snprintf(buf, cap, "value %d ('%s') is not a finite number; every value must be finite", e->index, e->item);
-    else if (!e->item[0])
-        snprintf(buf, cap, "value %d is empty", e->index);
-    else
-        snprintf(buf, cap, "value %d ('%s') is not a number", e->index, e->item);
-}
-
 /* What an option handler returns when the option is not one of its own. */
 enum { OPT_UNKNOWN = -1 };
 
@@ -285,11 +229,11 @@ static int file_option(const char *cmd, const char *a, const char *v, const char
 static int gravity_option(const char *cmd, const char *v, run_options *o)
 {
     double g[3];
-    list_error le;
-    int k = v ? parse_list(v, ',', g, 3, &le) : 0;
+    app_list_error le;
+    int k = v ? app_parse_list(v, ',', g, 3, &le) : 0;
     if (k < 0) {
         char why[160];
-        list_message(why, sizeof why, &le);
+        app_list_message(why, sizeof why, &le);
         return usage_error(cmd, "--gravity: %s", why);
     }
     if (k != 3) return usage_error(cmd, "--gravity needs X,Y,Z (3 numbers), got '%s'", v ? v : "");
@@ -395,80 +339,19 @@ static int parse_options(const char *cmd, int argc, char **argv, run_options *o)
     return APP_OK;
 }
 
-/* --q0 / --u0: either n plain numbers, or JOINT=V[:V...] pairs. */
+/* --q0 / --u0 into the State: n plain numbers, or JOINT=V[:V...] pairs. */
 static int apply_list(const app_model *m, mbk_state *s, const char *text, bool is_q)
 {
-    const char *what = is_q ? "--q0" : "--u0";
-    int n = is_q ? mbk_state_get_nq(s) : mbk_state_get_nu(s);
+    const int n = is_q ? mbk_state_get_nq(s) : mbk_state_get_nu(s);
+    app_assign *as = malloc(sizeof *as * ((size_t)n + 1));
+    if (!as) {
+        fprintf(stderr, "mbk run: out of memory\n");
+        return APP_FAILED;
+    }
+    int k = 0, status = app_parse_initial(m, s, "run", text, is_q, as, &k);
     double *dst = is_q ? mbk_state_upd_q(s) : mbk_state_upd_u(s);
-    if (!strchr(text, '=')) {
-        double *v = malloc(sizeof(double) * ((size_t)n + 1));
-        if (!v) {
-            fprintf(stderr, "mbk run: out of memory\n");
-            return APP_FAILED;
-        }
-        list_error le;
-        int k = parse_list(text, ',', v, n, &le);
-        if (k < 0) {
-            char why[160];
-            list_message(why, sizeof why, &le);
-            fprintf(stderr, "mbk run: %s: %s\n", what, why);
-            free(v);
-            return APP_USAGE;
-        }
-        if (k != n) {
-            fprintf(stderr, "mbk run: %s needs %d comma-separated numbers for this model (n%c = %d), got %d; or give "
-                            "JOINT=V pairs\n", what, n, is_q ? 'q' : 'u', n, k);
-            free(v);
-            return APP_USAGE;
-        }
-        memcpy(dst, v, sizeof(double) * (size_t)n);
-        free(v);
-        return APP_OK;
-    }
-    char *copy = malloc(strlen(text) + 1);
-    if (!copy) return APP_FAILED;
-    strcpy(copy, text);
-    int status = APP_OK;
-    const mbk_matter *mt = mbk_multibody_get_matter(m->sys);
-    for (char *save = NULL, *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(item, '=');
-        if (!eq) {
-            fprintf(stderr, "mbk run: %s: '%s' is not JOINT=VALUE\n", what, item);
-            status = APP_USAGE;
-            break;
-        }
-        *eq = '\0';
-        int nq = 0, start = app_model_find_joint_q(m, s, item, &nq);
-        if (start >= 0 && !is_q) {
-            int b = 1;
-            while (b < m->n_bodies && strcmp(m->joint_name[b], item) && strcmp(m->body_name[b], item)) ++b;
-            start = mbk_matter_get_body_u_start(mt, s, b), nq = mbk_matter_get_body_num_u(mt, s, b);
-        }
-        if (start < 0) {
-            fprintf(stderr, "mbk run: %s: the model has no joint named '%s' (mbk info lists them)\n", what, item);
-            status = APP_USAGE;
-            break;
-        }
-        double v[8];
-        list_error le;
-        int k = parse_list(eq + 1, ':', v, 8, &le);
-        if (k < 0) {
-            char why[160];
-            list_message(why, sizeof why, &le);
-            fprintf(stderr, "mbk run: %s: joint '%s': %s\n", what, item, why);
-            status = APP_USAGE;
-            break;
-        }
-        if (k != nq) {
-            fprintf(stderr, "mbk run: %s: joint '%s' has %d %s; give %d number%s separated by ':'\n", what, item, nq,
-                    is_q ? "q" : "u", nq, nq == 1 ? "" : "s");
-            status = APP_USAGE;
-            break;
-        }
-        memcpy(dst + start, v, sizeof(double) * (size_t)k);
-    }
-    free(copy);
+    for (int i = 0; status == APP_OK && i < k; ++i) dst[as[i].index] = as[i].value;
+    free(as);
     return status;
 }
 

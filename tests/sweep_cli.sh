@@ -83,6 +83,17 @@ done
 check grep -q "unknown parameter 'nope'" bad1.log
 check grep -q 'a = 2 is greater than b = 1' bad2.log
 check grep -q "'x' is not a finite number" bad3.log
+# the options mbk run shares read their lists as mbk run does: the bad value named
+"$mbk" sweep builtin:chain:2 --gravity 1,x,3 --output badg/out.csv > badg.log 2>&1
+check test $? -eq 2
+check grep -q "mbk sweep: --gravity: value 2 ('x') is not a number" badg.log
+"$mbk" sweep builtin:chain:2 --q0 0.1 --t-final 0.1 --output badq/out.csv > badq.log 2>&1
+check test $? -eq 2
+check test ! -e badq
+check grep -q "mbk sweep: --q0 needs 2 comma-separated numbers for this model (nq = 2), got 1" badq.log
+"$mbk" sweep builtin:chain:2 --q0 joint1=1:2 --t-final 0.1 --output badj/out.csv > badj.log 2>&1
+check test $? -eq 2
+check grep -q "mbk sweep: --q0: joint 'joint1' has 1 q; give 1 number separated by ':'" badj.log
 
 # 5. the other kinds of names: enable flags, ELEMENT.PARAM (also a URDF's "damping:JOINT"), u0
 "$mbk" sweep builtin:chain:2 --vary 'enabled:gravity=list(0,1)' --t-final 1 --output en.csv --plot none --quiet > en.log 2>&1
