@@ -111,6 +111,9 @@ typedef struct app_list_error {
 int app_parse_list(const char *text, char sep, double *out, int cap, app_list_error *e);
 /* Message for a list that app_parse_list refused: which value, and why. */
 void app_list_message(char *buf, size_t cap, const app_list_error *e);
+/* Option opt's X,Y,Z (three finite numbers) into *out: 0, or -1 with the message
+   (the option, which value and why) in why. */
+int app_parse_vec3(const char *opt, const char *text, mbk_vec3 *out, char *why, size_t cap);
 /* One initial value: a coordinate's (or speed's) index and its value. */
 typedef struct app_assign {
     int index;    /* into q (or u) */

@@ -293,16 +293,9 @@ static int value_option(const char *a, const char *v, sweep *w)
         if (!v) return usage_error("%s needs a name", a);
         w->integrator = v;
     } else if (!strcmp(a, "--gravity")) {
-        double g[3];
-        app_list_error le;
-        int k = v ? app_parse_list(v, ',', g, 3, &le) : 0;
-        if (k < 0) {
-            char why[160];
-            app_list_message(why, sizeof why, &le);
-            return usage_error("--gravity: %s", why);
-        }
-        if (k != 3) return usage_error("--gravity needs X,Y,Z (3 numbers), got '%s'", v ? v : "");
-        w->have_gravity = true, w->gravity = mbk_vec3_make(g[0], g[1], g[2]);
+        char why[256];
+        if (app_parse_vec3(a, v, &w->gravity, why, sizeof why)) return usage_error("%s", why);
+        w->have_gravity = true;
     } else if (!strcmp(a, "--q0") || !strcmp(a, "--u0")) {
         if (!v) return usage_error("%s needs a list", a);
         if (a[2] == 'q') w->q0_text = v;

@@ -58,6 +58,25 @@ void app_list_message(char *buf, size_t cap, const app_list_error *e)
         snprintf(buf, cap, "value %d ('%s') is not a number", e->index, e->item);
 }
 
+int app_parse_vec3(const char *opt, const char *text, mbk_vec3 *out, char *why, size_t cap)
+{
+    double g[3];
+    app_list_error le;
+    int k = text ? app_parse_list(text, ',', g, 3, &le) : 0;
+    if (k < 0) {
+        char item[160];
+        app_list_message(item, sizeof item, &le);
+        snprintf(why, cap, "%s: %s", opt, item);
+        return -1;
+    }
+    if (k != 3) {
+        snprintf(why, cap, "%s needs X,Y,Z (3 numbers), got '%s'", opt, text ? text : "");
+        return -1;
+    }
+    *out = mbk_vec3_make(g[0], g[1], g[2]);
+    return 0;
+}
+
 /* The first coordinate (is_q) or speed of the joint (or, for a joint without a name,
    the body) called name, and how many it has; -1 if there is none. */
 static int joint_range(const app_model *m, const mbk_state *s, const char *name, bool is_q, int *n)

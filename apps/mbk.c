@@ -225,21 +225,6 @@ static int file_option(const char *cmd, const char *a, const char *v, const char
     return APP_OK;
 }
 
-/* --gravity X,Y,Z. */
-static int gravity_option(const char *cmd, const char *v, run_options *o)
-{
-    double g[3];
-    app_list_error le;
-    int k = v ? app_parse_list(v, ',', g, 3, &le) : 0;
-    if (k < 0) {
-        char why[160];
-        app_list_message(why, sizeof why, &le);
-        return usage_error(cmd, "--gravity: %s", why);
-    }
-    if (k != 3) return usage_error(cmd, "--gravity needs X,Y,Z (3 numbers), got '%s'", v ? v : "");
-    o->have_gravity = true, o->gravity = mbk_vec3_make(g[0], g[1], g[2]);
-    return APP_OK;
-}
 
 /* An option of mbk run and mbk view (each takes the next argument v, but --quiet):
    APP_OK, APP_USAGE or OPT_UNKNOWN. */
@@ -271,7 +256,12 @@ static int run_option(const char *cmd, const char *a, const char *v, run_options
     if (!strcmp(a, "--html")) return file_option(cmd, a, v, &o->html);
     if (!strcmp(a, "--output")) return file_option(cmd, a, v, &o->output);
     if (!strcmp(a, "--plot")) return file_option(cmd, a, v, &o->plot);
-    if (!strcmp(a, "--gravity")) return gravity_option(cmd, v, o);
+    if (!strcmp(a, "--gravity")) {
+        char why[256];
+        if (app_parse_vec3(a, v, &o->gravity, why, sizeof why)) return usage_error(cmd, "%s", why);
+        o->have_gravity = true;
+        return APP_OK;
+    }
     if (!strcmp(a, "--integrator")) {
         if (!v) return usage_error(cmd, "%s needs a name", a);
         o->integrator = v;
