@@ -234,6 +234,31 @@ app_integrator *app_checkpoint_read(const char *path, const mbk_system *sys, app
 
 /* ---- resuming a run ------------------------------------------------------------- */
 
+/* Whether x, read back from the CSV (printed with 10 or 12 digits), is the value v. */
+static bool same_printed(double x, double v) { return fabs(x - v) <= 1e-9 * fmax(1.0, fabs(v)); }
+
+/* Whether the trajectory read back ends at the checkpoint's State (t, q, u): a CSV
+   of the same model written by another run (the default output is shared) does not,
+   and continuing it would splice two runs together. */
+static bool continues(const app_series *ser, const mbk_state *s, char *why, size_t n)
+{
+    const long k = ser->n - 1;
+    const int nq = ser->nq, nu = ser->nu;
+    const double *q = mbk_state_get_q(s), *u = mbk_state_get_u(s);
+    for (int j = 0; j <= nq + nu; ++j) { /* t, then q, then u */
+        const double file = j == 0 ? ser->t[k] : j <= nq ? ser->q[k * nq + j - 1] : ser->u[k * nu + j - 1 - nq];
+        const double ck = j == 0 ? mbk_state_get_time(s) : j <= nq ? q[j - 1] : u[j - 1 - nq];
+        if (same_printed(file, ck)) continue;
+        char name[32];
+        if (j == 0) snprintf(name, sizeof name, "t");
+        else snprintf(name, sizeof name, "%c%d", j <= nq ? 'q' : 'u', j <= nq ? j - 1 : j - 1 - nq);
+        snprintf(why, n, "its sample %ld has %s = %.12g, the checkpoint's State %.12g: another run wrote it (give "
+                 "the --output the checkpoint's run wrote, or another file to start a new one)", k, name, file, ck);
+        return false;
+    }
+    return true;
+}
+
 int app_resume(const char *path, const app_model *m, const char *csv, double interval, bool interval_given,
                double t_final, app_series *ser, app_resumed *r)
 {
@@ -253,7 +278,10 @@ int app_resume(const char *path, const app_model *m, const char *csv, double int
     }
     r->interval = interval_given || !(r->meta.interval > 0) ? interval : r->meta.interval;
     if (r->interval == r->meta.interval && r->meta.sample >= 0) {
-        r->k_first = r->meta.sample + 1;
+        /* the sample after the checkpoint's; a run that ended between two samples of the
+           grid (t-final not a multiple of the interval) wrote its last one, number
+           `sample`, at t-final, before the grid's time for it: that one comes again */
+        r->k_first = r->meta.sample + (tc < (double)r->meta.sample * r->interval ? 0 : 1);
     } else {
         long k = (long)floor(tc / r->interval);
         while (k > 0 && k * r->interval > tc) --k;
@@ -265,6 +293,10 @@ int app_resume(const char *path, const app_model *m, const char *csv, double int
         char why[400];
         int rc = app_read_csv(csv, r->meta.sample + 1, ser, &r->kept, why, sizeof why);
         if (rc < 0) {
+            fprintf(stderr, "mbk run: --resume: the trajectory %s cannot be continued: %s\n", csv, why);
+            return APP_MODEL;
+        }
+        if (rc == 0 && !continues(ser, s, why, sizeof why)) {
             fprintf(stderr, "mbk run: --resume: the trajectory %s cannot be continued: %s\n", csv, why);
             return APP_MODEL;
         }

@@ -157,7 +157,21 @@ static void test_continue_finished_run(void)
     app_run(&r, "run builtin:chain:3 --resume cv.mbkrun --t-final 2 --output cv.csv --plot none");
     CHECK(r.code == 0 && has(r.out, "CVODE BDF") && has(r.out, "2001 rows"));
     if (r.code) fprintf(stderr, "  stdout: %s\n  stderr: %s\n", r.out, r.err);
-    printf("  a finished run continued: four-bar equal to one run straight to 2 s; CVODE BDF continued\n");
+    /* a run that ended between two samples (1.005 s, samples every 0.01 s) continues at
+       the next sample of the grid, 1.01 s (it once went on at 1.02 s) */
+    app_run(&r, "run builtin:chain:2 --t-final 1.005 --interval 0.01 --output odd.csv --plot none "
+                "--checkpoint odd.mbkrun");
+    CHECK_INT(r.code, 0);
+    app_run(&r, "run builtin:chain:2 --resume odd.mbkrun --t-final 1.05 --output odd.csv --plot none");
+    CHECK(r.code == 0 && has(r.out, "107 rows"));
+    size_t n = 0;
+    char *csv = read_all("odd.csv", &n);
+    const char *at = csv ? strstr(csv, "\n1.005,") : NULL;
+    if (!CHECK(at && strncmp(strchr(at + 1, '\n'), "\n1.01,", 6) == 0))
+        fprintf(stderr, "  the row after t = 1.005: %.40s\n", at ? strchr(at + 1, '\n') + 1 : "(none)");
+    free(csv);
+    printf("  a finished run continued: four-bar equal to one run straight to 2 s; CVODE BDF continued; a run "
+           "ended between samples goes on at the next one\n");
 }
 
 static void expect(const char *args, int code, const char *message)
@@ -171,6 +185,7 @@ static void expect(const char *args, int code, const char *message)
 
 static void test_refusals(void)
 {
+    app_result r;
     /* bad usage */
     expect("run --resume fb.mbkrun --q0 1,2,3", 2, "--q0 cannot be combined with --resume");
     expect("run --resume fb.mbkrun --integrator rk4", 2, "--integrator cannot be combined");
@@ -214,6 +229,12 @@ static void test_refusals(void)
     }
     expect("run builtin:fourbar --resume fb.mbkrun --t-final 3 --output short.csv --plot none",
            3, "cannot be continued");
+    /* the same model's trajectory written by another run (mbk-out/trajectory.csv is shared by
+       default): its last sample is not the checkpoint's State */
+    app_run(&r, "run builtin:fourbar --t-final 1 --interval 0.01 --gravity 0,0,-5 --output other.csv --plot none");
+    CHECK_INT(r.code, 0);
+    expect("run builtin:fourbar --resume fb.mbkrun --t-final 3 --output other.csv --plot none",
+           3, "another run wrote it");
     /* a directory is not a checkpoint file */
     expect("run builtin:fourbar --t-final 0.1 --output none --plot none --checkpoint .", 4,
            "directory");
