@@ -114,6 +114,10 @@ void app_list_message(char *buf, size_t cap, const app_list_error *e);
 /* Option opt's X,Y,Z (three finite numbers) into *out: 0, or -1 with the message
    (the option, which value and why) in why. */
 int app_parse_vec3(const char *opt, const char *text, mbk_vec3 *out, char *why, size_t cap);
+/* The integration options mbk run and mbk sweep share (--t-final, --accuracy, --step
+   with --integrator): 0, or -1 with the first bad one's message in why. */
+int app_check_integration(double t_final, double accuracy, double step, const char *integrator, char *why,
+                          size_t cap);
 /* One initial value: a coordinate's (or speed's) index and its value. */
 typedef struct app_assign {
     int index;    /* into q (or u) */
@@ -179,6 +183,11 @@ int app_write_csv(const char *path, const app_series *ser);
 void app_write_csv_rows(FILE *f, const app_series *ser, long from);
 /* SVG: coordinates and energy against time. 0 or -1 (errno set). */
 int app_write_svg(const char *path, const app_series *ser, const char *title);
+/* The whole file, NUL-terminated (its length in *len unless NULL); NULL on failure. */
+char *app_read_text(const char *path, size_t *len);
+/* text as the whole of path: written to path.partial, then renamed into place. 0 or -1
+   (errno set). */
+int app_write_text(const char *path, const char *text);
 /* Create the parent directory of a path (one level) if missing. */
 void app_make_parent_dir(const char *path);
 

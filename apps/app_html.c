@@ -53,39 +53,6 @@ static bool is_file(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* The whole file, NUL-terminated; NULL on failure. */
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (cap - n < 65536) {
-            size_t nc = cap ? 2 * cap : 1 << 20;
-            char *nb = realloc(buf, nc + 1);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = nb, cap = nc;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    if (len) *len = n;
-    return buf;
-}
-
 /* The folder holding viewer.html, or false. */
 static bool find_viewer_dir(char *out, size_t cap)
 {
@@ -120,7 +87,7 @@ static char *load_asset(const char *dir, const char *name, const char *fallback,
     char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     if (!is_file(path) && fallback) snprintf(path, sizeof path, "%s", fallback);
-    char *text = slurp(path, NULL);
+    char *text = app_read_text(path, NULL);
     if (!text)
         snprintf(err, cap, "cannot read %s (%s)%s", path, errno ? strerror(errno) : "read error",
                  fallback ? "; three.js comes from Debian's libjs-three: run scripts/install-deps.sh, or point "

@@ -11,6 +11,57 @@
 
 #include "app.h"
 
+char *app_read_text(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (cap - n < 65536) {
+            size_t nc = cap ? 2 * cap : 1 << 20;
+            char *nb = realloc(buf, nc + 1);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = nb, cap = nc;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    if (len) *len = n;
+    return buf;
+}
+
+int app_write_text(const char *path, const char *text)
+{
+    size_t n = strlen(path) + sizeof ".partial";
+    char *tmp = malloc(n);
+    if (!tmp) return -1;
+    snprintf(tmp, n, "%s.partial", path);
+    FILE *f = fopen(tmp, "w");
+    int rc = f && fputs(text, f) >= 0 ? 0 : -1;
+    if (f && fclose(f) != 0) rc = -1;
+    if (rc == 0 && rename(tmp, path) != 0) rc = -1;
+    if (rc != 0) { /* errno: the failure's, not remove's */
+        int e = errno;
+        remove(tmp);
+        errno = e;
+    }
+    free(tmp);
+    return rc;
+}
+
 double app_now(void)
 {
     struct timespec ts;

@@ -119,7 +119,8 @@ static void sweep_usage(FILE *f)
             "                       message; no wall-clock figures, so runs compare byte for byte\n"
             "  --plot FILE          SVG summary (default mbk-out/sweep.svg; 'none' writes nothing)\n"
             "  --resume             read the finished rows of --output back and run only the others;\n"
-            "                       the file ends as an uninterrupted run's\n"
+            "                       the file ends as an uninterrupted run's (the run options must be\n"
+            "                       those FILE.settings recorded when the sweep started)\n"
             "  --quiet              no progress line (shown on a terminal only)\n"
             "run options: --t-final T, --integrator NAME, --accuracy A, --step H, --gravity X,Y,Z,\n"
             "  --q0 LIST, --u0 LIST, --floating-base, --no-limits, --no-damping (see mbk --help)\n"
@@ -330,10 +331,9 @@ static int sweep_option(const char *a, const char *v, sweep *w, bool *takes)
    stride (the first varies slowest). */
 static int check_sweep(sweep *w)
 {
-    if (!(w->t_final > 0)) return usage_error("%s", "--t-final must be > 0");
-    if (!(w->accuracy > 0 && w->accuracy < 1)) return usage_error("%s", "--accuracy must be in (0, 1)");
-    if (w->step < 0 || w->step > w->t_final) return usage_error("%s", "--step must be in (0, t-final]");
-    if (!app_integrator_known(w->integrator)) return usage_error("unknown integrator '%s'", w->integrator);
+    char why[256];
+    if (app_check_integration(w->t_final, w->accuracy, w->step, w->integrator, why, sizeof why))
+        return usage_error("%s", why);
     double n = (double)w->samples;
     for (int k = 0; k < w->nvars; ++k)
         if (w->vars[k].dist == D_GRID || w->vars[k].dist == D_LIST) n *= w->vars[k].n;
@@ -409,6 +409,16 @@ static void list_elements(const mbk_forces *f)
     fprintf(stderr, "%s\n", shown ? "" : " none");
 }
 
+/* Whether a distribution gives values below zero for sure (a normal one may, member by
+   member: those members fail and say why). */
+static bool below_zero(const sweep_var *v)
+{
+    if (v->dist == D_UNIFORM || v->dist == D_GRID) return v->a < 0;
+    for (int k = 0; v->dist == D_LIST && k < v->n; ++k)
+        if (v->list[k] < 0) return true;
+    return false;
+}
+
 static int resolve_var(sweep *w, sweep_var *v, const mbk_state *s)
 {
     const app_model *m = &w->m;
@@ -438,7 +448,7 @@ static int resolve_var(sweep *w, sweep_var *v, const mbk_state *s)
             fprintf(stderr, "mbk sweep: --vary %s: the model has no body named '%s' (mbk info lists them)\n", name, name + 5);
             return APP_USAGE;
         }
-        if (v->dist == D_UNIFORM || v->dist == D_GRID ? v->a < 0 : v->dist == D_LIST ? false : false) {
+        if (below_zero(v)) {
             fprintf(stderr, "mbk sweep: --vary %s: masses are >= 0\n", name);
             return APP_USAGE;
         }
@@ -488,7 +498,28 @@ static int resolve_var(sweep *w, sweep_var *v, const mbk_state *s)
     return APP_USAGE;
 }
 
-/* --q0 / --u0: n numbers, or JOINT=V[:V...] pairs, into assignments. */
+/* Whether two resolved variables set the same value (q0:elbow and q0:elbow[0]). */
+static bool same_target(const sweep_var *a, const sweep_var *b)
+{
+    if (a->kind != b->kind) return false;
+    if (a->kind == V_PARAM) return a->element == b->element && a->param == b->param;
+    if (a->kind == V_ENABLED) return a->element == b->element;
+    return a->index == b->index; /* q0, u0, a gravity component, a body's mass */
+}
+
+/* Two --vary names of one value are refused: the later would set it, the CSV would show both. */
+static int check_distinct(const sweep *w)
+{
+    for (int j = 1; j < w->nvars; ++j)
+        for (int k = 0; k < j; ++k)
+            if (same_target(&w->vars[j], &w->vars[k])) {
+                fprintf(stderr, "mbk sweep: --vary %s and --vary %s name the same value; give it once (see mbk "
+                                "sweep --help)\n", w->vars[k].name, w->vars[j].name);
+                return APP_USAGE;
+            }
+    return APP_OK;
+}
+
 /* --q0 / --u0 for the model in s (app_parse_initial), kept to set each member's State. */
 static int parse_initial(sweep *w, const mbk_state *s, const char *text, bool is_q, app_assign **out, int *nout)
 {
@@ -711,6 +742,125 @@ static const char *field(const char *row, int k, size_t *len)
     return p;
 }
 
+/* ---- the settings a resumed sweep must share ------------------------------------ */
+
+/* x as the shortest of %.15g and %.17g that reads back as x (settings are compared as text). */
+static void put_number(FILE *f, double x)
+{
+    char t[40];
+    snprintf(t, sizeof t, "%.15g", x);
+    if (strtod(t, NULL) != x) snprintf(t, sizeof t, "%.17g", x);
+    fputs(t, f);
+}
+
+/* What decides the rows besides the varied values each row shows, one option a line:
+   FILE.settings beside the output, written when a sweep starts and compared by
+   --resume (the CSV itself stays byte for byte what an uninterrupted run writes). */
+static char *settings_text(const sweep *w)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return NULL;
+    fprintf(f, "mbk sweep settings 1\nmodel %s\n", w->m.spec);
+    fprintf(f, "--floating-base %d\n--no-limits %d\n--no-damping %d\n", w->mo.floating_base, w->mo.no_limits,
+            w->mo.no_damping);
+    fprintf(f, "--t-final "), put_number(f, w->t_final);
+    fprintf(f, "\n--integrator %s\n--accuracy ", w->integrator), put_number(f, w->accuracy);
+    fprintf(f, "\n--step "), put_number(f, w->step);
+    fprintf(f, "\n--gravity ");
+    if (!w->have_gravity) fprintf(f, "(the model's)");
+    for (int k = 0; w->have_gravity && k < 3; ++k) {
+        if (k) fputc(',', f);
+        put_number(f, (&w->gravity.x)[k]);
+    }
+    fprintf(f, "\n--q0 %s\n--u0 %s\n", w->q0_text ? w->q0_text : "(the model's)",
+            w->u0_text ? w->u0_text : "(the model's)");
+    fprintf(f, "--samples %ld\n--seed %llu\n", w->samples, (unsigned long long)w->seed);
+    for (int j = 0; j < w->nvars; ++j) fprintf(f, "--vary %s=%s\n", w->vars[j].name, w->vars[j].dist_text);
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* FILE.settings for the output FILE (freed by the caller). */
+static char *settings_path(const sweep *w)
+{
+    size_t n = strlen(w->output) + sizeof ".settings";
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s.settings", w->output);
+    return p;
+}
+
+/* When a sweep starts into a regular file: its settings beside it (written whole, then
+   renamed into place). APP_OK or APP_OUTPUT. */
+static int write_settings(const sweep *w)
+{
+    struct stat st;
+    if (stat(w->output, &st) != 0 || !S_ISREG(st.st_mode)) return APP_OK; /* a pipe or device: nothing to resume */
+    char *path = settings_path(w), *text = settings_text(w);
+    int status = path && text ? APP_OK : APP_FAILED;
+    if (status == APP_OK && app_write_text(path, text) != 0) {
+        fprintf(stderr, "mbk sweep: cannot write %s: %s\n", path, strerror(errno));
+        status = APP_OUTPUT;
+    }
+    free(text), free(path);
+    return status;
+}
+
+/* The next line of *p (its newline cut, *p moved past it); NULL at the end. */
+static char *next_line(char **p)
+{
+    if (!*p || !**p) return NULL;
+    char *line = *p, *nl = strchr(line, '\n');
+    if (nl) *nl = '\0';
+    *p = nl ? nl + 1 : line + strlen(line);
+    return line;
+}
+
+/* The settings file's lines against this sweep's, in order (the model's spelling only
+   warns, as in mbk run --resume): APP_OK, or APP_USAGE with the first difference said. */
+static int compare_settings(const sweep *w, const char *path, char *file, char *want)
+{
+    char *a, *b;
+    while ((b = next_line(&want)) != NULL) {
+        a = next_line(&file);
+        if (a && !strcmp(a, b)) continue;
+        if (a && !strncmp(a, "model ", 6) && !strncmp(b, "model ", 6)) {
+            fprintf(stderr, "mbk sweep: warning: %s was started with the model '%s'; continuing it with '%s'\n",
+                    w->output, a + 6, b + 6);
+            continue;
+        }
+        fprintf(stderr, "mbk sweep: --resume: %s was started with %s (%s), this sweep has %s: its rows would mix "
+                        "the two; run without --resume to start again, or give another --output\n",
+                w->output, a ? a : "fewer settings", path, b);
+        return APP_USAGE;
+    }
+    if ((a = next_line(&file)) != NULL) {
+        fprintf(stderr, "mbk sweep: --resume: %s was started with %s (%s), which this sweep does not have; run "
+                        "without --resume to start again, or give another --output\n", w->output, a, path);
+        return APP_USAGE;
+    }
+    return APP_OK;
+}
+
+/* --resume of an output with rows: its settings must be this sweep's. */
+static int check_settings(const sweep *w)
+{
+    char *path = settings_path(w), *want = settings_text(w), *file = NULL;
+    int status = path && want ? APP_OK : APP_FAILED;
+    if (status == APP_OK && !(file = app_read_text(path, NULL))) {
+        fprintf(stderr, "mbk sweep: --resume: cannot read %s (%s), so the settings the rows of %s were made with "
+                        "cannot be checked; run without --resume to start again\n", path, strerror(errno), w->output);
+        status = APP_USAGE;
+    }
+    if (file) status = compare_settings(w, path, file, want);
+    free(file), free(want), free(path);
+    return status;
+}
+
 /* --resume: read the finished rows back. APP_OK, or a reason to stop (nothing changed). */
 static int read_back(sweep *w, bool *fresh)
 {
@@ -745,6 +895,7 @@ static int read_back(sweep *w, bool *fresh)
                         "options?); run without --resume to start again, or give another --output\n", w->output);
         status = APP_USAGE;
     }
+    if (status == APP_OK) status = check_settings(w);
     good_end = n;
     long rows = 0;
     char want[64];
@@ -965,6 +1116,7 @@ static int sweep_prepare(sweep *w)
         status = APP_USAGE;
     }
     for (int j = 0; j < w->nvars && status == APP_OK; ++j) status = resolve_var(w, &w->vars[j], s);
+    if (status == APP_OK) status = check_distinct(w);
     if (status == APP_OK && w->q0_text) status = parse_initial(w, s, w->q0_text, true, &w->q0, &w->nq0);
     if (status == APP_OK && w->u0_text) status = parse_initial(w, s, w->u0_text, false, &w->u0, &w->nu0);
     mbk_state_destroy(s);
@@ -1005,6 +1157,7 @@ static int open_output(sweep *w)
         return APP_OUTPUT;
     }
     if (fresh) {
+        if ((status = write_settings(w)) != APP_OK) return status;
         header(w, w->out);
         fflush(w->out); /* a failure shows at the first row: the run stops then */
     }
@@ -1077,17 +1230,24 @@ static int sweep_run(sweep *w)
     return status;
 }
 
-int app_sweep_main(int argc, char **argv)
+/* Whether --help (or -h) is among the arguments. */
+static bool wants_help(int argc, char **argv)
 {
     for (int i = 0; i < argc; ++i)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            sweep_usage(stdout);
-            return APP_OK;
-        }
-    sweep *w = calloc(1, sizeof *w);
-    if (!w) return APP_FAILED;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return true;
+    return false;
+}
+
+int app_sweep_main(int argc, char **argv)
+{
     app_ranks ranks;
     int status = app_ranks_start(&ranks);
+    if (status == APP_OK && wants_help(argc, argv)) { /* after the ranks start: rank 0 alone prints it */
+        sweep_usage(stdout);
+        return app_ranks_finish(&ranks, APP_OK);
+    }
+    sweep *w = calloc(1, sizeof *w);
+    if (!w) return app_ranks_finish(&ranks, APP_FAILED);
     w->rank = ranks.rank, w->ranks = ranks.size, w->quiet = ranks.quiet;
     /* every rank could start (under MPI: a rank that cannot stops them all), then rank 0's output */
     if (status == APP_OK) status = parse_args(argc, argv, w);

@@ -77,6 +77,20 @@ int app_parse_vec3(const char *opt, const char *text, mbk_vec3 *out, char *why, 
     return 0;
 }
 
+int app_check_integration(double t_final, double accuracy, double step, const char *integrator, char *why,
+                          size_t cap)
+{
+    if (!(t_final > 0)) snprintf(why, cap, "--t-final must be > 0");
+    else if (!(accuracy > 0 && accuracy < 1)) snprintf(why, cap, "--accuracy must be in (0, 1)");
+    else if (step < 0 || step > t_final) snprintf(why, cap, "--step must be in (0, t-final]");
+    else if (!app_integrator_known(integrator)) snprintf(why, cap, "unknown integrator '%s'", integrator);
+    else if (step > 0 && !app_integrator_fixed_step_ok(integrator))
+        snprintf(why, cap, "--step: %s chooses its own steps; a fixed step works with rkmerson, rk4, euler and "
+                 "semi-euler", integrator);
+    else return 0;
+    return -1;
+}
+
 /* The first coordinate (is_q) or speed of the joint (or, for a joint without a name,
    the body) called name, and how many it has; -1 if there is none. */
 static int joint_range(const app_model *m, const mbk_state *s, const char *name, bool is_q, int *n)

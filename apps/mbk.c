@@ -278,14 +278,10 @@ static int run_option(const char *cmd, const char *a, const char *v, run_options
 /* The run options' values, checked together once all are read; the default interval. */
 static int check_run_options(const char *cmd, run_options *o)
 {
-    if (!(o->t_final > 0)) return usage_error(cmd, "%s", "--t-final must be > 0");
-    if (!(o->accuracy > 0 && o->accuracy < 1)) return usage_error(cmd, "%s", "--accuracy must be in (0, 1)");
-    if (o->step < 0 || o->step > o->t_final) return usage_error(cmd, "%s", "--step must be in (0, t-final]");
+    char why[256];
+    if (app_check_integration(o->t_final, o->accuracy, o->step, o->integrator, why, sizeof why))
+        return usage_error(cmd, "%s", why);
     if (o->interval < 0 || o->interval > o->t_final) return usage_error(cmd, "%s", "--interval must be in (0, t-final]");
-    if (!app_integrator_known(o->integrator)) return usage_error(cmd, "unknown integrator '%s'", o->integrator);
-    if (o->step > 0 && !app_integrator_fixed_step_ok(o->integrator))
-        return usage_error(cmd, "--step: %s chooses its own steps; a fixed step works with rkmerson, rk4, euler "
-                                "and semi-euler", o->integrator);
     if (o->checkpoint_every < 0 || (o->checkpoint_every > 0 && !o->checkpoint))
         return usage_error(cmd, "%s", "--checkpoint-every needs --checkpoint FILE and a time > 0");
     if (o->resume && o->fixed_by_resume)

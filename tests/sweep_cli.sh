@@ -62,6 +62,21 @@ cp cut.csv keep.csv
 "$mbk" sweep "${long[@]}" --seed 99 --output cut.csv --resume > other.log 2>&1
 check test $? -eq 2
 check cmp -s keep.csv cut.csv
+# ... and so is one with other settings of the runs (FILE.settings holds them): the rows would mix two
+"$mbk" sweep "${long[@]}" --t-final 5 --output cut.csv --resume > other2.log 2>&1
+check test $? -eq 2
+check grep -q 'cut.csv was started with --t-final 10 (cut.csv.settings), this sweep has --t-final 5' other2.log
+"$mbk" sweep "${long[@]}" --integrator rk4 --step 0.01 --output cut.csv --resume > other3.log 2>&1
+check test $? -eq 2
+check grep -q 'started with --integrator rkmerson' other3.log
+check cmp -s keep.csv cut.csv
+# without the settings, the rows cannot be checked: refused too
+mv cut.csv.settings cut.settings.keep
+"$mbk" sweep "${long[@]}" --output cut.csv --resume > other4.log 2>&1
+check test $? -eq 2
+check grep -q 'cannot read cut.csv.settings' other4.log
+mv cut.settings.keep cut.csv.settings
+check cmp -s keep.csv cut.csv
 
 # 4. bad specs: a clear message, nothing written
 i=0
@@ -80,6 +95,19 @@ for opt in '--samples 0' '--samples -3' '--samples 1.5' '--seed x' '--threads ab
   check test $? -eq 2
   check test ! -e bad$i
 done
+# the integration options are checked as mbk run checks them; one value named twice; masses
+"$mbk" sweep builtin:chain:2 --integrator cvode-bdf --step 0.01 --output bads/out.csv > bads.log 2>&1
+check test $? -eq 2
+check test ! -e bads
+check grep -q 'mbk sweep: --step: cvode-bdf chooses its own steps' bads.log
+"$mbk" sweep builtin:chain:2 --vary 'q0:joint1=uniform(0,1)' --vary 'q0:joint1[0]=uniform(5,6)' \
+  --output badv/out.csv > badv.log 2>&1
+check test $? -eq 2
+check test ! -e badv
+check grep -q 'q0:joint1 and --vary q0:joint1\[0\] name the same value' badv.log
+"$mbk" sweep builtin:chain:2 --vary 'mass:link1=list(1,-2)' --output badm/out.csv > badm.log 2>&1
+check test $? -eq 2
+check grep -q 'masses are >= 0' badm.log
 check grep -q "unknown parameter 'nope'" bad1.log
 check grep -q 'a = 2 is greater than b = 1' bad2.log
 check grep -q "'x' is not a finite number" bad3.log
@@ -121,6 +149,8 @@ if [ "$mpi" = mpi ]; then
     check cmp -s t1.csv m$np.csv
   done
   check grep -q '3 MPI ranks' m3.log
+  # rank 0 alone writes to stdout, --help too
+  check test "$(mpirun --allow-run-as-root --oversubscribe -np 2 "$mbk" sweep --help | grep -c '^usage')" -eq 1
   # failures under MPI: same rows, same exit code
   mpirun --allow-run-as-root --oversubscribe -np 2 "$mbk" sweep builtin:chain:3 --vary 'mass:link3=list(1,0,2)' \
     --vary 'q0:joint1=grid(0,0.5,2)' --t-final 1 --threads 1 --output mf.csv --plot none > mf.log 2>&1
