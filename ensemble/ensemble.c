@@ -278,6 +278,17 @@ static void set_fatal(ens_run *r, int status, const char *fmt, const char *what)
     pthread_cond_signal(&r->coord_cv);
 }
 
+/* A pack or done callback for `member` returned prc: its own status and message when it
+   set them (the member's own failure was the last error while it ran), else MBK_EUSER;
+   what: "prc (member i)" and the message. */
+static int callback_failure(int prc, int member, int member_status, const char *member_msg, char *what, size_t n)
+{
+    const int st = mbk_last_status();
+    const bool own = st < 0 && !(st == member_status && !strcmp(mbk_last_error(), member_msg));
+    snprintf(what, n, "%d (member %d)%s%.360s", prc, member, own ? ": " : "", own ? mbk_last_error() : "");
+    return own ? st : MBK_EUSER;
+}
+
 static void *worker_main(void *arg)
 {
     ens_worker *w = arg;
@@ -313,12 +324,13 @@ static void *worker_main(void *arg)
         w->ig = NULL;
         w->member = -1;
 
+        char what[400];
+        const int pst = prc != 0 ? callback_failure(prc, i, status, msg, what, sizeof what) : MBK_OK;
+
         pthread_mutex_lock(&r->lock);
-        if (prc != 0) {
-            char what[64];
-            snprintf(what, sizeof what, "%d (member %d)", prc, i);
-            set_fatal(r, MBK_EUSER, "the ensemble's result callback returned %s; the run stops", what);
-        }
+        r->e->n_run++; /* its result went to the callback, whatever becomes of the record */
+        if (status < 0) r->e->n_failed++;
+        if (prc != 0) set_fatal(r, pst, "the ensemble's result callback returned %s; the run stops", what);
         while (r->done_count == r->done_cap && !r->fatal) pthread_cond_wait(&r->space_cv, &r->lock);
         if (!r->fatal) {
             int slot = (r->done_head + r->done_count) % r->done_cap;
@@ -428,8 +440,6 @@ static int deliver_records(ens_coord *k, bool *progressed)
         r->done_count--;
         pthread_cond_signal(&r->space_cv);
         pthread_mutex_unlock(&r->lock);
-        k->e->n_run++;
-        if (status < 0) k->e->n_failed++;
         int drc = k->driver->deliver(k->driver_data, member, status, k->rec, k->record_size);
         int rc = drc != 0 ? driver_status() : MBK_OK;
         if (drc != 0 && mbk_last_status() >= 0)

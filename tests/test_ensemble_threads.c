@@ -16,6 +16,8 @@
  * (3) Counter-based random numbers: Random123's known answers for
  *     Philox4x32-10; uniform and normal draws' ranges, means and variances.
  * (4) Bad arguments: N = 0, a bad integrator name or accuracy, t_final <= 0.
+ * (5) A pack or done callback that fails: its own status and message, and the
+ *     count of members run.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mbk/mbk.h>
@@ -265,6 +267,58 @@ static void test_many_short_runs(model *m)
     CHECK_INT(bad, 0);
 }
 
+/* A pack or done callback that fails at member 3 (of 12, on 2 threads): the run's status
+   and message are the callback's own when it set them (they were once replaced by "the
+   result callback returned -9"), and the members counted as run are those whose
+   results reached the callback (once only those the coordinator had taken before the
+   stop: 0 here). */
+typedef struct fail_ctx {
+    pthread_mutex_t lock;
+    int calls;      /* pack or done calls */
+    bool set_error; /* the failing call says why (MBK_EIO), or returns -1 alone */
+} fail_ctx;
+
+static int failing_pack(void *user, const mbk_system *sys, int i, const mbk_state *s, int status, void *record,
+                        size_t size)
+{
+    (void)sys, (void)s, (void)status, (void)record, (void)size;
+    fail_ctx *f = user;
+    pthread_mutex_lock(&f->lock);
+    f->calls++;
+    pthread_mutex_unlock(&f->lock);
+    if (i != 3) return 0;
+    return f->set_error ? mbk_set_error(MBK_EIO, "the pack callback cannot store member 3") : -1;
+}
+
+static int failing_done(void *user, const mbk_system *sys, int i, const mbk_state *s, int status)
+{
+    return failing_pack(user, sys, i, s, status, NULL, 0);
+}
+
+static void test_callback_failures(model *m)
+{
+    for (int mode = 0; mode < 3; ++mode) {
+        fail_ctx f = {.set_error = mode != 2};
+        pthread_mutex_init(&f.lock, NULL);
+        mbk_ensemble *e = mbk_ensemble_create(m->sys, 12);
+        mbk_ensemble_set_threads(e, 2);
+        mbk_ensemble_set_integrator(e, "rk4", 1e-3);
+        int rc = mode == 1 ? mbk_ensemble_run(e, 0.01, quick_init, failing_done, &f)
+                           : mbk_ensemble_run_records(e, 0.01, 16, quick_init, failing_pack, NULL, &f);
+        if (mode != 2) {
+            CHECK_INT(rc, MBK_EIO);
+            if (!CHECK(strstr(mbk_last_error(), "cannot store member 3") != NULL)) fprintf(stderr, "  %s\n", mbk_last_error());
+        } else {
+            CHECK_INT(rc, MBK_EUSER);
+            CHECK(strstr(mbk_last_error(), "returned -1 (member 3)") != NULL);
+        }
+        CHECK_INT(mbk_ensemble_get_num_run(e), f.calls);
+        CHECK(f.calls >= 1);
+        mbk_ensemble_destroy(e);
+        pthread_mutex_destroy(&f.lock);
+    }
+}
+
 int main(void)
 {
     model m = build();
@@ -273,6 +327,7 @@ int main(void)
     test_determinism(&m);
     test_failures(&m);
     test_many_short_runs(&m);
+    test_callback_failures(&m);
     mbk_system_destroy(m.sys);
     return mbk_test_finish();
 }

@@ -194,7 +194,7 @@ typedef struct mpi_driver {
     int ranks_done;              /* other ranks that said they are done */
     unsigned char *rank_done;    /* per rank: its DONE arrived */
     MPI_Request *stop_req;       /* per rank: the STOP sent to it */
-    int n_run, n_failed;         /* every rank's */
+    int n_run, n_failed;         /* rank 0: every rank's members run; others: its own */
     /* other ranks */
     bool requested, exhausted;
     MPI_Request req;
@@ -249,8 +249,6 @@ static void master_stop(mpi_driver *d, int status, int rank, const char *msg)
 static int collect_one(mpi_driver *d, int member, int status, const void *record)
 {
     if (stopped(d)) return -1; /* records after a stop are dropped */
-    d->n_run++;
-    if (status < 0) d->n_failed++;
     if (!d->collect) return 0;
     mbk_clear_error();
     int rc = d->collect(d->user, member, status, record, d->record_size);
@@ -286,7 +284,10 @@ static void receive_done(mpi_driver *d, int src)
     report r;
     check(MPI_Recv(&r, (int)sizeof r, MPI_BYTE, src, TAG_DONE, d->comm, MPI_STATUS_IGNORE), "MPI_Recv");
     r.msg[sizeof r.msg - 1] = '\0';
-    if (!d->rank_done[src]) d->ranks_done++;
+    if (!d->rank_done[src]) {
+        d->ranks_done++;
+        d->n_run += r.n_run, d->n_failed += r.n_failed;
+    }
     d->rank_done[src] = 1;
     if (r.status < 0) master_stop(d, r.status, src, r.msg);
 }
@@ -411,8 +412,6 @@ static int worker_deliver(void *data, int member, int status, const void *record
     int head[2] = {member, status};
     memcpy(d->msg, head, sizeof head);
     memcpy(d->msg + sizeof head, record, size);
-    d->n_run++;
-    if (status < 0) d->n_failed++;
     check(MPI_Send(d->msg, (int)d->msg_size, MPI_BYTE, 0, TAG_REC, d->comm), "MPI_Send");
     return 0;
 }
@@ -542,6 +541,8 @@ int mbk_ensemble_run_mpi(mbk_ensemble *e, double t_final, size_t record_size, mb
     const mbk_ensemble_driver master = {master_fetch, master_deliver, master_poll, master_finished};
     const mbk_ensemble_driver worker = {worker_fetch, worker_deliver, worker_poll, worker_finished};
     rc = mbk_ensemble_run_driver(e, t_final, record_size, init, pack, d.rank == 0 ? &master : &worker, &d, user);
+    /* the members this rank ran (its DONE tells rank 0, which adds them up) */
+    d.n_run += mbk_ensemble_get_num_run(e), d.n_failed += mbk_ensemble_get_num_failed(e);
     report end;
     if (d.rank == 0) master_finish(&d, rc, &end);
     else worker_finish(&d, rc, &end);

@@ -112,7 +112,9 @@ int mbk_ensemble_skip_member(mbk_ensemble *e, int member);
 bool mbk_ensemble_is_skipped(const mbk_ensemble *e, int member);
 /* How many members are left out. */
 int mbk_ensemble_get_num_skipped(const mbk_ensemble *e);
-/* Members run by the last run and, of those, how many failed (negative status). */
+/* Members run by the last run (those whose results went to the done or pack callback,
+   on every rank, also when the run stopped before their records were collected) and,
+   of those, how many failed (negative status). */
 int mbk_ensemble_get_num_run(const mbk_ensemble *e);
 int mbk_ensemble_get_num_failed(const mbk_ensemble *e);
 /* During a done or pack call for `member` (on its thread): the statistics of its

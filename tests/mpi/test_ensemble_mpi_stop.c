@@ -6,13 +6,15 @@
  * (rank 0 and the last rank), rank 0's collect callback failing after three
  * records, memory running out in the run's setup on one rank, a bad t_final on
  * one rank only. Every rank must return the same failing status, with a
- * message naming the failing rank and the cause, having collected fewer than
- * all members; and a clean run afterwards (one member whose init fails: a
+ * message naming the failing rank and the cause (a pack callback's own status
+ * and message when it sets them), having run fewer than all members (every
+ * rank's members counted); and a clean run afterwards (one member whose init fails: a
  * member's failure, not the run's) must still give every member, so the stop
  * left no message behind. The case to run alone can be given as an argument
- * (0..6; all when none). */
+ * (0..7; all when none). */
 #define _POSIX_C_SOURCE 200809L
 #include <mbk/ensemble_mpi.h>
+#include <mpi.h>
 #include <stdatomic.h>
 
 #include "mbk_test.h"
@@ -21,7 +23,7 @@
 enum { NM = 48 };                 /* members: enough that every rank runs several */
 enum { BIG_RECORD = 64 * 1024 };  /* the record size of the out-of-memory cases */
 
-typedef enum { FAIL_PACK, FAIL_COLLECT, FAIL_ALLOC, FAIL_TFINAL } failure;
+typedef enum { FAIL_PACK, FAIL_PACK_SAYS, FAIL_COLLECT, FAIL_ALLOC, FAIL_TFINAL } failure;
 
 typedef struct scenario {
     const char *name;
@@ -35,6 +37,7 @@ static const scenario cases[] = {
     {"pack fails on rank 0", FAIL_PACK, 0, MBK_EUSER, "result callback returned -1"},
     {"collect fails on rank 0", FAIL_COLLECT, 0, MBK_EIO, "the test's collect cannot write"},
     {"pack fails on the last rank", FAIL_PACK, -1, MBK_EUSER, "result callback returned -1"},
+    {"pack fails on the last rank, saying why", FAIL_PACK_SAYS, -1, MBK_EIO, "the test's pack cannot store"},
     {"memory runs out on rank 0", FAIL_ALLOC, 0, MBK_ENOMEM, "out of memory"},
     {"memory runs out on the last rank", FAIL_ALLOC, -1, MBK_ENOMEM, "out of memory"},
     {"bad t_final on the last rank", FAIL_TFINAL, -1, MBK_EINVAL, "t_final = -1"},
@@ -76,7 +79,8 @@ typedef struct rec {
 typedef struct plan {
     sweep w;                      /* the model's members (ensemble_model.h) */
     bool fail_pack;               /* this rank's pack fails on its second member */
-    atomic_int packed;
+    bool pack_says;               /* ... setting its own status and message */
+    atomic_int packed;            /* pack calls on this rank */
     int collect_fail_after;       /* rank 0's collect fails after this many records (-1: never) */
     int collected;
 } plan;
@@ -92,7 +96,8 @@ static int plan_pack(void *user, const mbk_system *sys, int i, const mbk_state *
     (void)sys;
     plan *p = user;
     if (size < sizeof(rec)) return -1;
-    if (p->fail_pack && atomic_fetch_add(&p->packed, 1) == 1) return -1;
+    if (atomic_fetch_add(&p->packed, 1) == 1 && p->fail_pack)
+        return p->pack_says ? mbk_set_error(MBK_EIO, "the test's pack cannot store its record") : -1;
     rec r = {i, status, mbk_state_get_time(s)};
     memcpy(record, &r, sizeof r);
     return 0;
@@ -120,7 +125,8 @@ static int run(model *m, const scenario *c, int rank, int size, int *n_run)
     bool here = c && (c->rank < 0 ? size - 1 : c->rank) == rank;
     size_t record_size = c && c->what == FAIL_ALLOC ? BIG_RECORD : sizeof(rec);
     double t_final = here && c->what == FAIL_TFINAL ? -1.0 : T_FINAL;
-    if (here && c->what == FAIL_PACK) p.fail_pack = true;
+    if (here && (c->what == FAIL_PACK || c->what == FAIL_PACK_SAYS)) p.fail_pack = true;
+    p.pack_says = c && c->what == FAIL_PACK_SAYS;
     if (here && c->what == FAIL_COLLECT) p.collect_fail_after = 3;
     mbk_ensemble *e = mbk_ensemble_create(m->sys, NM);
     mbk_ensemble_set_integrator(e, "rkmerson", 1e-5);
@@ -130,6 +136,11 @@ static int run(model *m, const scenario *c, int rank, int size, int *n_run)
     int rc = mbk_ensemble_run_mpi(e, t_final, record_size, plan_init, plan_pack, plan_collect, &p);
     atomic_store(&fail_from, 0);
     *n_run = mbk_ensemble_get_num_run(e);
+    /* every rank's members whose results went to pack are counted, whatever the stop
+       did with their records (they were once counted only as rank 0 collected them) */
+    int packed = atomic_load(&p.packed), all = 0;
+    MPI_Allreduce(&packed, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    CHECK_INT(*n_run, all);
     if (!c) CHECK_INT(mbk_ensemble_get_num_failed(e), 1);
     mbk_ensemble_destroy(e);
     return rc;
@@ -145,9 +156,9 @@ static void check_case(model *m, const scenario *c, int rank, int size)
     const char *msg = mbk_last_error();
     bool ok = rc == c->status && strstr(msg, where) && strstr(msg, c->cause) && n_run < NM;
     if (!ok)
-        fprintf(stderr, "rank %d, %s: status %s, %d of %d members collected, message \"%s\"\n", rank, c->name,
+        fprintf(stderr, "rank %d, %s: status %s, %d of %d members run, message \"%s\"\n", rank, c->name,
                 mbk_status_name(rc), n_run, NM, msg);
-    if (rank == 0) printf("  %s: %s, %d of %d members collected: %s\n", c->name, mbk_status_name(rc), n_run, NM, msg);
+    if (rank == 0) printf("  %s: %s, %d of %d members run: %s\n", c->name, mbk_status_name(rc), n_run, NM, msg);
     CHECK_INT(rc, c->status);
     CHECK(strstr(msg, where) != NULL);
     CHECK(strstr(msg, c->cause) != NULL);
