@@ -1,4 +1,6 @@
 """numpy views over C memory and argument conversion (internal)."""
+import reprlib
+
 import numpy as np
 
 from . import _capi
@@ -33,9 +35,20 @@ def view(addr, shape, readonly, owner):
     return np.asarray(_Buffer(addr, shape, readonly, owner))
 
 
+def number(x, name):
+    """x as a float; anything that is not a number is refused, naming the argument."""
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        raise invalid("%s must be a number, got %s" % (name, reprlib.repr(x))) from None
+
+
 def f64(x, n, name):
-    """x as a C-contiguous float64 array of n values (converted when needed)."""
+    """x as a C-contiguous float64 array of n values (converted when needed). Only
+    numbers are converted: None, strings and other objects are refused, as numpy
+    would turn None into NaN and "1" into 1.0."""
     if type(x) is not np.ndarray or x.dtype is not F64 or not x.flags.c_contiguous:
+        x = _numeric(x, name)
         try:
             x = np.ascontiguousarray(x, dtype=np.float64)
         except (TypeError, ValueError) as e:
@@ -47,9 +60,23 @@ def f64(x, n, name):
     return x
 
 
+def _numeric(x, name):
+    # x as an array of numbers (bool, int or float), or refused with what was given
+    if x is None:
+        raise invalid("%s: None given; pass numbers (a sequence or an array of floats)" % name)
+    try:
+        a = np.asarray(x)
+    except (TypeError, ValueError) as e:
+        raise invalid("%s: cannot be read as an array of floats (%s)" % (name, e)) from None
+    if a.dtype.kind not in "biuf":
+        raise invalid("%s: cannot be read as an array of floats: got %r (numpy dtype %s); "
+                      "pass numbers" % (name, reprlib.repr(x), a.dtype))
+    return a
+
+
 def f64_2d(x, rows, cols, name):
     """x as a C-contiguous float64 array of shape (rows, cols)."""
-    x = np.ascontiguousarray(x, dtype=np.float64)
+    x = np.ascontiguousarray(_numeric(x, name), dtype=np.float64)
     if x.shape != (rows, cols):
         raise invalid("%s has shape %s; expected (%d, %d)" % (name, x.shape, rows, cols))
     return x

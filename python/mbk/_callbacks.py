@@ -13,7 +13,7 @@ import math
 
 from . import _arrays, _capi
 from .enums import Stage
-from .errors import store_exception
+from .errors import invalid, not_finite, store_exception
 from .state import State
 
 lib = _capi.lib
@@ -60,9 +60,18 @@ class _Borrowed:
         return a
 
 
+def _callable(fn, what):
+    # refused when given, not when the kernel first calls it (deep inside a realization)
+    if not callable(fn):
+        raise invalid("%s must be callable, got %r" % (what, fn))
+
+
 def force(system, fn, pe_fn, name):
     """calc_force and calc_potential_energy ops around fn(state, body_forces, mobility_forces)
     and pe_fn(state) -> float."""
+    _callable(fn, "calc_force")
+    if pe_fn is not None:
+        _callable(pe_fn, "potential_energy")
     borrowed = _Borrowed(system)
     mptr = system._matter_ptr
     nbodies = lib.mbk_matter_get_num_bodies
@@ -80,7 +89,11 @@ def force(system, fn, pe_fn, name):
 
     def calc_pe(impl, ctx, s, pe):
         try:
-            pe[0] = float(pe_fn(borrowed.state(s, True)))
+            v = float(pe_fn(borrowed.state(s, True)))
+            if not math.isfinite(v):     # a NaN energy would pass silently into the sums
+                raise not_finite("%s: potential_energy returned %r; return a finite float"
+                                 % (what, v))
+            pe[0] = v
             return 0
         except BaseException as e:
             _report(e, what + " (potential energy)")
@@ -91,6 +104,7 @@ def force(system, fn, pe_fn, name):
 
 
 def witness(system, fn):
+    _callable(fn, "witness")
     borrowed = _Borrowed(system)
     what = "Python witness %r" % getattr(fn, "__name__", fn)
 
@@ -135,6 +149,7 @@ class EventResult:
 
 
 def handler(system, fn):
+    _callable(fn, "handler")
     borrowed = _Borrowed(system)
     what = "Python event handler %r" % getattr(fn, "__name__", fn)
 
@@ -150,6 +165,7 @@ def handler(system, fn):
 
 
 def reporter(system, fn):
+    _callable(fn, "reporter")
     borrowed = _Borrowed(system)
     what = "Python reporter %r" % getattr(fn, "__name__", fn)
 

@@ -154,11 +154,19 @@ MEMBER_INIT_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_int, c_void_p)
 MEMBER_DONE_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_int, c_void_p, c_int)
 
 
+# forces.h: calc_jacobian(impl, ctx, state, df_dq, ldq, df_du, ldu)
+CALC_JACOBIAN_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p, c_void_p, c_int, c_void_p, c_int)
+
+
 class ForceOps(Structure):
+    """mbk_force_ops, field for field: mbk_force_add_custom copies the whole struct, so
+    a missing trailing field would be read from whatever follows (calc_jacobian stays
+    NULL: the kernel differentiates the element by central differences)."""
     _fields_ = [("name", c_char_p), ("calc_force", CALC_FORCE_FN),
                 ("calc_potential_energy", CALC_PE_FN), ("depends_only_on_positions", c_bool),
                 ("realize_topology", REALIZE_FN), ("realize_model", REALIZE_FN),
-                ("realize_instance", REALIZE_FN), ("destroy", DESTROY_FN)]
+                ("realize_instance", REALIZE_FN), ("destroy", DESTROY_FN),
+                ("calc_jacobian", CALC_JACOBIAN_FN)]
 
 
 # ---- prototypes ---------------------------------------------------------------

@@ -51,6 +51,7 @@ class Ensemble(Handle):
     realized to Instance; results are bitwise the same whatever the threads."""
 
     _what = "Ensemble"
+    _instead = "make a new mbk.Ensemble of the System (results are bitwise the same)"
 
     def __init__(self, system, n_members, integrator="rkmerson", accuracy=1e-3, threads=0):
         self._ptr = None
@@ -72,6 +73,14 @@ class Ensemble(Handle):
         if self._ptr:
             lib.mbk_ensemble_destroy(self._ptr)
             self._ptr = None
+
+    def _p(self):
+        """The C pointer, while both the Ensemble and its System are open."""
+        p = Handle._p(self)
+        if not self.system._ptr:
+            raise invalid("the System of this Ensemble was closed: the Ensemble cannot run "
+                          "any more; make a new System and Ensemble")
+        return p
 
     def __len__(self):
         return lib.mbk_ensemble_get_num_members(self._p())
@@ -173,7 +182,18 @@ class Ensemble(Handle):
                 if not caught:
                     caught.append(exc)
 
+        # each member starts with init on its worker: register the thread there, so that
+        # exceptions of the member's forces and handlers reach this run (errors.workers)
+        workers = errors.workers
+        mine = set()
+
         def init_cb(user, sys_ptr, member, s):
+            ident = threading.get_ident()
+            if ident not in mine:
+                mine.add(ident)
+                workers[ident] = store
+            if init is None:
+                return 0
             try:
                 init(member, State._borrow(s, system, False))
                 return 0
@@ -197,14 +217,16 @@ class Ensemble(Handle):
                 store(e)
                 return 1
 
-        c_init = _capi.MEMBER_INIT_FN(init_cb) if init is not None else _capi.MEMBER_INIT_FN()
+        c_init = _capi.MEMBER_INIT_FN(init_cb)
         c_done = _capi.MEMBER_DONE_FN(done_cb)
-        prev = errors.sink[0]
-        errors.sink[0] = (threading.get_ident(), store)
         try:
             rc = lib.mbk_ensemble_run(p, t_final, c_init, c_done, None)
         finally:
-            errors.sink[0] = prev
+            # the workers have ended; a thread of a later run may reuse an ident (and
+            # another Ensemble may already have registered it): remove only ours
+            for ident in mine:
+                if workers.get(ident) is store:
+                    del workers[ident]
         if caught:
             exc = caught[0]
             caught.clear()

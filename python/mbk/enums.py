@@ -1,5 +1,8 @@
 """Enumerations of the C API as IntEnums (the values are the C values)."""
 import enum
+import operator
+
+from .errors import invalid
 
 __all__ = ["Stage", "Direction", "CvodeMethod", "DaeForm"]
 
@@ -42,11 +45,16 @@ class DaeForm(enum.IntEnum):
 
 
 def stage_arg(stage):
-    """A Stage from a Stage, an int or a name ("position")."""
+    """A Stage from a Stage, an int or a name ("position"); anything else (5.5, None)
+    is refused rather than truncated."""
     if isinstance(stage, str):
         try:
             return Stage[stage.upper()]
         except KeyError:
-            from .errors import invalid
-            raise invalid("unknown stage %r" % (stage,)) from None
-    return int(stage)
+            raise invalid("unknown stage %r; the stages are %s" % (
+                stage, ", ".join(s.name.lower() for s in Stage))) from None
+    try:
+        return operator.index(stage)
+    except TypeError:
+        raise invalid("stage must be an mbk.Stage, an int or a stage name such as "
+                      "\"position\", got %r" % (stage,)) from None

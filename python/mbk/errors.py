@@ -121,34 +121,41 @@ def last_error():
 # A callback wrapper stores the first exception here (per thread: the C kernel
 # calls back on the thread that called it) and returns a fatal status; the
 # wrapper of the C call re-raises it. `pending[0]` counts the exceptions stored
-# and not yet taken, over all threads: a quick test on the success path.
+# and not yet taken, over all threads: a quick test on the success path (its
+# updates take _lock: threads may store and take at the same time).
 _tls = threading.local()
+_lock = threading.Lock()
 pending = [0]
 
 
 # While an Ensemble runs, callbacks on its C worker threads hand their exceptions
-# to it (sink[0] = (ident of the thread that called run, store function)):
-# ctypes gives a foreign thread a fresh Python thread state for each callback,
-# so a thread-local would be lost when the callback returns.
-sink = [None]
+# to it: ctypes gives a foreign thread a fresh Python thread state for each
+# callback, so a thread-local would be lost when the callback returns. Each run
+# registers its workers here (thread ident -> the run's store function) from the
+# first callback of every member on them (mbk.Ensemble's init wrapper), so only
+# those threads are routed; every other thread (an ordinary Python thread
+# realizing some other System meanwhile) keeps its exceptions to itself.
+workers = {}
 
 
 def store_exception(exc):
     """Remember exc (the first one wins) until the C call that led to it returns."""
-    s = sink[0]
-    if s is not None and threading.get_ident() != s[0]:
-        s[1](exc)
+    route = workers.get(threading.get_ident()) if workers else None
+    if route is not None:
+        route(exc)
         return
-    if getattr(_tls, "exc", None) is None:
-        _tls.exc = exc
-        pending[0] += 1
+    with _lock:
+        if getattr(_tls, "exc", None) is None:
+            _tls.exc = exc
+            pending[0] += 1
 
 
 def take_exception():
     exc = getattr(_tls, "exc", None)
     if exc is not None:
-        _tls.exc = None
-        pending[0] -= 1
+        with _lock:
+            _tls.exc = None
+            pending[0] -= 1
     return exc
 
 
@@ -189,3 +196,8 @@ def check(status):
 def invalid(message):
     """An InvalidArgumentError raised by the Python layer itself (shapes, types)."""
     return InvalidArgumentError(message, -1)
+
+
+def not_finite(message):
+    """A NotFiniteError raised by the Python layer itself (NaN or infinity given)."""
+    return NotFiniteError(message, -8)

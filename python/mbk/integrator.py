@@ -3,7 +3,7 @@ CVODE (BDF, Adams) and IDA, with events, reporters and checkpoints."""
 import ctypes
 import os
 
-from . import _callbacks, _capi
+from . import _arrays, _callbacks, _capi
 from .enums import CvodeMethod
 from .errors import check, invalid, raise_status
 from ._handle import Handle
@@ -35,9 +35,14 @@ class Integrator(Handle):
     fixed_step=, max_step=, ...); each is the setter of the same name."""
 
     _what = "Integrator"
+    _instead = ("keep its State with Integrator.serialize() / save() (an mbk checkpoint) and "
+                "continue in a new Integrator with deserialize() / load()")
 
     def __init__(self, system, method="rkmerson", **settings):
         self._ptr = None
+        if not isinstance(method, str):
+            raise invalid("method must be a str, one of %s; got %r" % (", ".join(INTEGRATORS),
+                                                                        method))
         key = _ALIASES.get(method.lower(), method.lower())
         if key not in _CREATE:
             raise invalid("unknown integrator %r; choose one of %s" % (method, ", ".join(INTEGRATORS)))
@@ -60,7 +65,17 @@ class Integrator(Handle):
             self._ptr = None
 
     def __repr__(self):
-        return "<mbk.Integrator %s>" % (self.name if self._ptr else "(closed)")
+        return "<mbk.Integrator %s>" % (self.name if self._ptr and self.system._ptr
+                                        else "(closed)")
+
+    def _p(self):
+        """The C pointer, while both the Integrator and its System are open (the
+        integrator calls into the System on every step)."""
+        p = Handle._p(self)
+        if not self.system._ptr:
+            raise invalid("the System of this Integrator was closed: the Integrator cannot be "
+                          "used any more (States copied from it with State.copy() can)")
+        return p
 
     @property
     def name(self):
@@ -121,16 +136,22 @@ class Integrator(Handle):
         """Advance to t_report: returns mbk.OK (there), mbk.EVENT (stopped early at an
         event that was handled: call again) or mbk.TERMINATED; raises on failure,
         with the last good State kept."""
-        return check(_step_to(self._p(), t_report))
+        p = self._p()
+        try:
+            rc = _step_to(p, t_report)
+        except ctypes.ArgumentError:    # not a float: converted here, or refused
+            rc = _step_to(p, _arrays.number(t_report, "t_report"))
+        return check(rc)
 
     def integrate(self, t_final, reporter=None):
         """Advance to t_final handling every event; reporter(state) after every step.
         Returns mbk.OK or mbk.TERMINATED. An exception raised by the reporter is
         raised when the run returns (a reporter cannot stop the C loop)."""
+        t_final = _arrays.number(t_final, "t_final")
         r = _capi.REPORTER_FN() if reporter is None else _callbacks.reporter(self.system, reporter)
         self._reporter = r
         try:
-            return check(lib.mbk_integrator_integrate(self._p(), float(t_final), r, None))
+            return check(lib.mbk_integrator_integrate(self._p(), t_final, r, None))
         finally:
             self._reporter = None
 
@@ -138,7 +159,7 @@ class Integrator(Handle):
     def state(self):
         """The current State (read-only, realized to Acceleration). It is the
         integrator's own and valid until the next call on the integrator: copy it
-        (state.copy()) to keep it."""
+        (state.copy()) to keep it. It refuses to work once the integrator is closed."""
         p = lib.mbk_integrator_get_state(self._p())
         if not p:
             raise invalid("the integrator has no State yet: call initialize(state) first")

@@ -27,7 +27,15 @@ class Mobilizer:
 
     def __init__(self, kind, *args):
         if kind not in _capi.MOBILIZERS and kind != "screw":
-            raise invalid("unknown mobilizer %r" % (kind,))
+            raise invalid("unknown mobilizer %r; the kinds are %s" % (
+                kind, ", ".join(_capi.MOBILIZERS + ("screw",))))
+        # the arguments the C constructor takes: the pitch of a screw, nothing else
+        if kind == "screw":
+            if len(args) != 1:
+                raise invalid("mobilizer 'screw' takes 1 argument (the pitch), got %d" % len(args))
+            args = (_arrays.number(args[0], "pitch"),)
+        elif args:
+            raise invalid("mobilizer %r takes no arguments, got %d: %r" % (kind, len(args), args))
         self.kind, self.args = kind, args
 
     def __repr__(self):
@@ -95,7 +103,7 @@ def Free():
 
 def Screw(pitch):
     """Rotation q about z with translation pitch*q along z."""
-    return Mobilizer("screw", float(pitch))
+    return Mobilizer("screw", pitch)
 
 
 def Universal():
@@ -156,13 +164,30 @@ class FunctionBased:
 # ---- functions --------------------------------------------------------------
 
 class Function:
-    """A built-in scalar function of n arguments (include/mbk/function.h)."""
+    """A built-in scalar function of n arguments (include/mbk/function.h).
+    `spec` is (factory, arguments) that makes the same description again: copy,
+    deepcopy and pickle use it (a copy gets C memory of its own)."""
 
-    def __init__(self, kind, *args, keep=None):
+    def __init__(self, kind, *args, keep=None, spec=None):
         self.kind, self.args, self._keep, self._c = kind, args, keep, None
+        if spec is None and keep is None:
+            spec = (Function, (kind,) + tuple(args))
+        self._spec = spec
 
     def __repr__(self):
-        return "%s%r" % (self.kind, self.args)
+        # by the factory and its arguments: the C arguments hold raw addresses
+        if self._spec is None:
+            return "mbk.Function(%r)" % self.kind
+        fn, args = self._spec
+        if fn is Function:
+            return "mbk.Function%r" % (args,)
+        return "mbk.%s(%s)" % (fn.__name__, ", ".join(map(repr, args)))
+
+    def __reduce__(self):
+        if self._spec is None:
+            raise TypeError("this mbk.Function cannot be copied or pickled (its arguments "
+                            "are C addresses): make it again with mbk.Linear, mbk.Spline, ...")
+        return self._spec
 
     def _make(self):
         f = getattr(lib, "mbk_function_" + self.kind)(*self.args)
@@ -192,6 +217,8 @@ class Function:
         f = self._instance()
         comps = (ctypes.c_int * max(1, len(components)))(*components)
         xs = np.ascontiguousarray(np.array(x, dtype=np.float64).reshape(-1))
+        if xs.size != self.n_args:
+            raise invalid("%s takes %d arguments, got %d" % (self, self.n_args, xs.size))
         lib.mbk_clear_error()
         v = lib.mbk_function_derivative(ctypes.byref(f), ctypes.addressof(comps), len(components),
                                         xs.ctypes.data if xs.size else None)
@@ -209,37 +236,42 @@ class Function:
 
 
 def Constant(value, n_args=1):
-    return Function("constant", float(value), int(n_args))
+    value, n_args = float(value), int(n_args)
+    return Function("constant", value, n_args, spec=(Constant, (value, n_args)))
 
 
 def Linear(coefficients):
     """a.x + b: coefficients = (a_1, ..., a_n, b)."""
-    c = np.ascontiguousarray(coefficients, dtype=np.float64)
+    c = np.array(coefficients, dtype=np.float64)
     if c.ndim != 1 or c.size < 1:
         raise invalid("Linear needs n + 1 coefficients")
-    return Function("linear", c.ctypes.data, c.size - 1, keep=c)
+    return Function("linear", c.ctypes.data, c.size - 1, keep=c, spec=(Linear, (c.tolist(),)))
 
 
 def Polynomial(coefficients):
     """c[0] x^d + ... + c[d], highest power first."""
-    c = np.ascontiguousarray(coefficients, dtype=np.float64)
+    c = np.array(coefficients, dtype=np.float64)
     if c.ndim != 1 or c.size < 1:
         raise invalid("Polynomial needs at least one coefficient")
-    return Function("polynomial", c.ctypes.data, c.size - 1, keep=c)
+    return Function("polynomial", c.ctypes.data, c.size - 1, keep=c,
+                    spec=(Polynomial, (c.tolist(),)))
 
 
 def Sinusoid(amplitude, frequency, phase=0.0):
-    return Function("sinusoid", float(amplitude), float(frequency), float(phase))
+    args = (float(amplitude), float(frequency), float(phase))
+    return Function("sinusoid", *args, spec=(Sinusoid, args))
 
 
 def Step(y0, y1, x0, x1):
-    return Function("step", float(y0), float(y1), float(x0), float(x1))
+    args = (float(y0), float(y1), float(x0), float(x1))
+    return Function("step", *args, spec=(Step, args))
 
 
 def Spline(x, y):
     """Natural cubic spline through (x[i], y[i])."""
-    x = np.ascontiguousarray(x, dtype=np.float64)
-    y = np.ascontiguousarray(y, dtype=np.float64)
+    x = np.array(x, dtype=np.float64)
+    y = np.array(y, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 1:
         raise invalid("Spline: x and y must be 1-D of the same length")
-    return Function("spline", x.ctypes.data, y.ctypes.data, x.size, keep=(x, y))
+    return Function("spline", x.ctypes.data, y.ctypes.data, x.size, keep=(x, y),
+                    spec=(Spline, (x.tolist(), y.tolist())))

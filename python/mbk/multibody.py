@@ -1,10 +1,11 @@
 """Multibody Systems: matter (bodies, mobilizers, constraints) and forces."""
 import ctypes
+import math
 
 import numpy as np
 
 from . import _arrays, _callbacks, _capi
-from .errors import check, invalid, raise_status
+from .errors import check, invalid, not_finite, raise_status
 from .mobilizers import FunctionBased, Mobilizer
 from .spatial import MassProps, Transform, transform_c
 from .system import System
@@ -94,6 +95,16 @@ class MultibodySystem(System):
         p = self._p()
         return [lib.mbk_urdf_get_warning(p, i).decode()
                 for i in range(lib.mbk_urdf_get_num_warnings(p))]
+
+
+def _finite_vec3(v, name):
+    # the kernel computes with a NaN station without complaint (NaN out): refused here,
+    # as multiply_by_M refuses a NaN
+    c = _vec3(v, name)
+    if not all(math.isfinite(x) for x in (c.x, c.y, c.z)):
+        raise not_finite("%s = (%r, %r, %r) is not finite; give finite numbers"
+                         % (name, c.x, c.y, c.z))
+    return c
 
 
 def _spatial_array(n):
@@ -231,7 +242,8 @@ class Matter:
 
     def _station(self, fn, state, body, station):
         out = _capi.Vec3()
-        check(fn(self._p(), state._p(), int(body), _vec3(station, "station"), ctypes.byref(out)))
+        check(fn(self._p(), state._p(), int(body), _finite_vec3(station, "station"),
+                 ctypes.byref(out)))
         return _arrays.vec3_out(out)
 
     def station_location(self, state, body, station):
@@ -328,7 +340,8 @@ class Matter:
         """3 x nu: the velocity in G of a body-fixed point (Position)."""
         J = _empty((3, state.nu))
         check(lib.mbk_matter_calc_station_jacobian(self._p(), state._p(), int(body),
-                                                   _vec3(station, "station"), J.ctypes.data))
+                                                   _finite_vec3(station, "station"),
+                                                   J.ctypes.data))
         return J
 
     # ---- kinematic coupling and constraint operators (include/mbk/external.h) ----------
@@ -616,6 +629,8 @@ class Forces:
         (`body_forces[b, 3:] += f`). potential_energy(state) -> float is optional.
         An exception raised inside reaches the caller of the C call as itself.
         Returns the element's index."""
+        if not isinstance(name, str):
+            raise invalid("name must be a str, got %r" % (name,))
         cf, pe = _callbacks.force(self.system, calc_force, potential_energy, name)
         nm = name.encode()
         ops = _capi.ForceOps()

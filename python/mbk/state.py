@@ -14,6 +14,10 @@ As with the C pointers, a view stays valid until the State is laid out
 again: by realizing Model or Instance, a change of a Model-stage variable
 (Euler angles), init or copy into it. Take a fresh view after those (the
 properties are cheap: one C call).
+
+copy.copy and copy.deepcopy of a State give State.copy() (a new State of its
+own); a State cannot be pickled: State.serialize() gives the checkpoint bytes,
+State.deserialize() reads them into a State of the same System.
 """
 import ctypes
 
@@ -21,7 +25,7 @@ import numpy as np
 
 from . import _arrays, _capi
 from .enums import Stage, stage_arg
-from .errors import check, invalid, raise_status
+from .errors import InvalidArgumentError, check, invalid, raise_status
 
 lib = _capi.lib
 _view = _arrays.view
@@ -44,11 +48,16 @@ _UPD_STAGE = {"q": "Position", "u": "Velocity", "z": "Dynamics", "y": "Position"
 class _Handle:
     """Owns the C State (or, for a borrowed one, keeps its owner alive). Views
     refer to the handle, not to the State object that caches them: no cycle
-    through numpy arrays, which the cyclic garbage collector cannot see into."""
+    through numpy arrays, which the cyclic garbage collector cannot see into.
+    Never copied: a copy would destroy the C State a second time."""
     __slots__ = ("ptr", "owned", "owner")
 
     def __init__(self, ptr, owned, owner=None):
         self.ptr, self.owned, self.owner = ptr, owned, owner
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("the C State of an mbk.State cannot be copied or pickled this way: "
+                        "use State.copy() or State.serialize()")
 
     def close(self):
         if self.owned and self.ptr:
@@ -66,30 +75,35 @@ class State:
     """A State of a System. `State(system)` makes a new one from the System's
     default State (mbk_state_create + mbk_state_init), realized to `stage`
     (Instance by default, so q, u, z are there to read and set)."""
-    __slots__ = ("_ptr", "_h", "_const", "system", "_views", "__weakref__")
+    __slots__ = ("_ptr", "_h", "_const", "system", "_views", "_owner", "__weakref__")
 
     def __init__(self, system=None, stage=Stage.INSTANCE):
         self._ptr = None
         self._h = None
         self._const = False
         self._views = {}
+        self._owner = None
         self.system = system
+        stage = None if stage is None else stage_arg(stage)
+        sp = None if system is None else system._p()
         ptr = lib.mbk_state_create()
         if not ptr:
             raise_status(lib.mbk_last_status() or -4)
         self._h = _Handle(ptr, True)
         self._ptr = ptr
         if system is not None:
-            check(lib.mbk_state_init(ptr, system._ptr))
+            check(lib.mbk_state_init(ptr, sp))
             if stage is not None and stage > Stage.TOPOLOGY:
                 system.realize(self, stage)
 
     @classmethod
     def _borrow(cls, ptr, system, const, owner=None):
-        """A State object over a State the C side owns (an integrator's, a callback's);
-        `owner` (an Integrator) is kept alive as long as the object and its views."""
+        """A State object over a State the C side owns (an integrator's, a System's
+        default State, a callback's); `owner` (an Integrator, a System) is kept alive
+        as long as the object and its views, and once it is closed the object refuses
+        to work (its C State went with it)."""
         s = cls.__new__(cls)
-        s._ptr, s._const, s.system, s._views = ptr, const, system, {}
+        s._ptr, s._const, s.system, s._views, s._owner = ptr, const, system, {}, owner
         s._h = _Handle(ptr, False, owner)
         return s
 
@@ -108,15 +122,35 @@ class State:
         self.close()
 
     def __repr__(self):
-        if not self._ptr:
+        try:
+            p = self._p()
+        except InvalidArgumentError:
             return "<mbk.State (closed)>"
-        return "<mbk.State t=%g stage=%s%s>" % (self.t, Stage(self.stage),
+        return "<mbk.State t=%g stage=%s%s>" % (lib.mbk_state_get_time(p),
+                                              Stage(lib.mbk_state_get_stage(p)),
                                               " read-only" if self._const else "")
+
+    # ---- copies: a new C State, never a second owner of this one -----------------
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("an mbk.State cannot be pickled (it is C memory laid out for one "
+                        "System): pickle State.serialize() instead and read it back with "
+                        "State.deserialize() (or State.save() / State.load())")
 
     # ---- helpers -------------------------------------------------------------
     def _p(self):
-        if not self._ptr:
-            raise invalid("this State was closed (or its integrator moved on)")
+        o = self._owner
+        if not self._ptr or o is not None and not o._ptr:
+            if self._ptr:
+                raise invalid("the %s this State belongs to was closed, and the State with it: "
+                              "copy a State you want to keep (State.copy()) before closing "
+                              "its owner" % o._what)
+            raise invalid("this State was closed")
         return self._ptr
 
     def _w(self):
@@ -163,7 +197,7 @@ class State:
     def init(self, system=None):
         """Make this State the System's default State again (stage Topology)."""
         system = self._sys(system)
-        check(lib.mbk_state_init(self._w(), system._ptr))
+        check(lib.mbk_state_init(self._w(), system._p()))
         self.system = system
         self._views = {}
 
@@ -315,18 +349,18 @@ class State:
     # ---- checkpoints (include/mbk/checkpoint.h) ------------------------------
     def save(self, path, system=None):
         """Write the State to a checkpoint file, atomically (mbk_state_save)."""
-        check(lib.mbk_state_save(self._p(), self._sys(system)._ptr, _path(path)))
+        check(lib.mbk_state_save(self._p(), self._sys(system)._p(), _path(path)))
 
     def load(self, path, system=None):
         """Read a State of the System from a checkpoint file (realized to Instance)."""
         system = self._sys(system)
-        check(lib.mbk_state_load(self._w(), system._ptr, _path(path)))
+        check(lib.mbk_state_load(self._w(), system._p(), _path(path)))
         self.system = system
         self._views = {}
 
     def serialize(self, system=None):
         """The checkpoint file image, as bytes."""
-        p, sp = self._p(), self._sys(system)._ptr
+        p, sp = self._p(), self._sys(system)._p()
         size = ctypes.c_size_t()
         check(lib.mbk_state_serialize(p, sp, None, 0, ctypes.byref(size)))
         buf = ctypes.create_string_buffer(size.value)
@@ -337,7 +371,7 @@ class State:
         """Load from a checkpoint image (bytes)."""
         system = self._sys(system)
         data = bytes(data)
-        check(lib.mbk_state_deserialize(self._w(), system._ptr, data, len(data)))
+        check(lib.mbk_state_deserialize(self._w(), system._p(), data, len(data)))
         self.system = system
         self._views = {}
 

@@ -2,7 +2,9 @@
 import ctypes
 import os
 
-from . import _capi
+import numpy as np
+
+from . import _arrays, _capi
 from .errors import error_class, invalid, last_error
 from .multibody import MultibodySystem
 
@@ -21,13 +23,34 @@ def _options(opts):
     for name, value in opts.items():
         if name not in URDF_OPTIONS:
             raise invalid("unknown URDF option %r; the options are %s" % (name, ", ".join(URDF_OPTIONS)))
-        if name == "gravity":
-            value = _capi.Vec3(*[float(c) for c in value])
-        elif name == "source_name":
-            value = value.encode()
+        value = _option(name, value)
+        if name == "source_name":
             keep.append(value)
-        setattr(o, name, value)
+        # ctypes refuses a value of the wrong type (a str for a double, ...): say which option
+        try:
+            setattr(o, name, value)
+        except (TypeError, ValueError) as e:
+            raise invalid("URDF option %s=%r: %s" % (name, value, e)) from None
     return o, keep
+
+
+def _option(name, value):
+    """One option's value as the C field wants it, or refused with what to give."""
+    if name == "gravity":
+        return _arrays.vec3(value, "URDF option gravity")
+    if name == "source_name":
+        # a name for messages: str or bytes (None: the loader's default, "<string>")
+        if isinstance(value, str):
+            return value.encode()
+        if value is None or isinstance(value, bytes):
+            return value
+        raise invalid("URDF option source_name must be a str or bytes, got %r" % (value,))
+    if name == "max_bytes":
+        # a size_t: a negative int would wrap around to about 2^64
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise invalid("URDF option max_bytes must be an int >= 0 (bytes), got %r" % (value,))
+        return int(value)
+    return value
 
 
 def _load(fn, arg, opts):

@@ -69,5 +69,5 @@ def assert_same_bits(a, b, name=""):
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     assert a.shape == b.shape, name
     differ = np.flatnonzero(a.view(np.uint64) != b.view(np.uint64))
-    assert differ.size == 0, "%s: %d values differ, first at %d: %r != %r" % (
-        name, differ.size, differ[0], a[differ[0]], b[differ[0]])
+    assert differ.size == 0, "%s: %d values differ, first at flat index %d: %r != %r" % (
+        name, differ.size, differ[0], a.flat[differ[0]], b.flat[differ[0]])
