@@ -314,35 +314,12 @@ int ig_read_witnesses(const mbk_integrator *ig, const mbk_state *s, double *w)
 }
 
 /* Name of y[i] for messages. */
-void ig_y_name(const mbk_state *s, int i, char *buf, size_t n)
-{
-    int nq = mbk_state_get_nq(s), nu = mbk_state_get_nu(s);
-    if (i < nq) snprintf(buf, n, "q[%d]", i);
-    else if (i < nq + nu) snprintf(buf, n, "u[%d]", i - nq);
-    else snprintf(buf, n, "z[%d]", i - nq - nu);
-}
-
-/* MBK_ENOTFINITE naming the first non-finite ydot of a realized State. */
-static int check_ydot(const mbk_state *s, int ny, double t)
-{
-    const double *yd = mbk_state_get_ydot(s);
-    if (!yd) return mbk_last_status();
-    for (int i = 0; i < ny; ++i)
-        if (!isfinite(yd[i])) {
-            char nm[32];
-            ig_y_name(s, i, nm, sizeof nm);
-            return mbk_set_error(MBK_ENOTFINITE, "the derivative of %s is %g at t = %g; check the "
-                                                 "model's forces and parameters there", nm, yd[i], t);
-        }
-    return MBK_OK;
-}
-
 /* Realize `s` to what the driver needs and check its derivative. */
 int ig_realize_full(mbk_integrator *ig, mbk_state *s)
 {
     int rc = mbk_system_realize(ig->sys, s, needed_stage(ig));
     if (rc < 0) return rc;
-    return check_ydot(s, ig->ny, mbk_state_get_time(s));
+    return mbk_state_check_ydot(s);
 }
 
 /* Copy cur into every other State and read the witnesses. */
@@ -366,11 +343,20 @@ static int init_fail(mbk_integrator *ig, int rc)
     return mbk_set_error(rc, "mbk_integrator_initialize (%s): %s", ig->ops.name, mbk_last_error());
 }
 
+/* A State initialize refuses before it changes anything (the run so far goes on). */
+static int init_refused(const mbk_integrator *ig, int rc)
+{
+    return mbk_set_error(rc, "mbk_integrator_initialize (%s): %s; the integrator was not changed", ig->ops.name,
+                         mbk_last_error());
+}
+
 int mbk_integrator_initialize(mbk_integrator *ig, const mbk_state *initial)
 {
     NEED_IG(ig, "mbk_integrator_initialize");
     int rc = mbk_system_check_state(ig->sys, initial);
-    if (rc < 0) return init_fail(ig, rc);
+    if (rc < 0) return init_refused(ig, rc);
+    const double t = mbk_state_get_time(initial);
+    if (!isfinite(t)) return init_refused(ig, mbk_set_error(MBK_ENOTFINITE, "the initial time is %g", t));
     ig->initialized = false;
     ig->terminated = false;
     ig->pending.any = false;
@@ -378,8 +364,6 @@ int mbk_integrator_initialize(mbk_integrator *ig, const mbk_state *initial)
     if ((rc = mbk_state_copy(ig->cur, initial)) < 0) return init_fail(ig, rc);
     if ((rc = mbk_system_realize(ig->sys, ig->cur, MBK_STAGE_INSTANCE)) < 0) return init_fail(ig, rc);
     if ((rc = ig_setup_layout(ig)) < 0) return init_fail(ig, rc);
-    double t = mbk_state_get_time(ig->cur);
-    if (!isfinite(t)) return init_fail(ig, mbk_set_error(MBK_ENOTFINITE, "the initial time is %g", t));
     rc = mbk_system_project(ig->sys, ig->cur, ig->set.constraint_tol);
     ig->stats.projections++;
     if (rc < 0) return init_fail(ig, rc);

@@ -101,8 +101,6 @@ mbk_integrator *ig_create(const mbk_system *sys, const mbk_integrator_ops *ops, 
 double ig_min_step(const mbk_integrator *ig, double t);
 
 /* ---- the driver's own pieces, shared by its files (integrator*.c) ---- */
-/* Name of y[i] ("q[3]", "u[0]", ...) for messages. */
-void ig_y_name(const mbk_state *s, int i, char *buf, size_t n);
 /* Free the per-subsystem scheduled-event buffers. */
 void ig_free_sched(mbk_integrator *ig);
 /* Grow *p (capacity *cap elements of elem bytes) to hold at least n + 1. */

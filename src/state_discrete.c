@@ -42,18 +42,23 @@ void *mbk_state_upd_discrete(mbk_state *s, int sub, int index)
     return d ? s->block + d->off : NULL;
 }
 
-const void *mbk_state_get_discrete_as(const mbk_state *s, int sub, int index,
-                                      const mbk_value_type *type)
+/* The variable if it has that type (messages name fn, the caller). */
+static const void *discrete_as(const mbk_state *s, int sub, int index, const mbk_value_type *type, const char *fn)
 {
-    const char *fn = "mbk_state_get_discrete_as";
     const st_disc *d = disc_rec(s, sub, index, fn);
     if (!d || !st_type_matches(&d->type, type, fn, "discrete variable", sub, index)) return NULL;
     return s->block + d->off;
 }
 
+const void *mbk_state_get_discrete_as(const mbk_state *s, int sub, int index,
+                                      const mbk_value_type *type)
+{
+    return discrete_as(s, sub, index, type, "mbk_state_get_discrete_as");
+}
+
 void *mbk_state_upd_discrete_as(mbk_state *s, int sub, int index, const mbk_value_type *type)
 {
-    if (!mbk_state_get_discrete_as(s, sub, index, type)) return NULL;
+    if (!discrete_as(s, sub, index, type, "mbk_state_upd_discrete_as")) return NULL;
     return mbk_state_upd_discrete(s, sub, index);
 }
 
@@ -61,7 +66,7 @@ int mbk_state_set_discrete(mbk_state *s, int sub, int index, const mbk_value_typ
                            const void *value)
 {
     if (!value) return mbk_set_error(MBK_EINVAL, "mbk_state_set_discrete: value is NULL");
-    if (!mbk_state_get_discrete_as(s, sub, index, type)) return mbk_last_status();
+    if (!discrete_as(s, sub, index, type, "mbk_state_set_discrete")) return mbk_last_status();
     void *dst = mbk_state_upd_discrete(s, sub, index);
     if (!dst) return mbk_last_status();
     if (dst == value) return MBK_OK;

@@ -173,6 +173,18 @@ const double *mbk_state_get_zdot(const mbk_state *s) { return get_deriv(s, 2, MB
 const double *mbk_state_get_ydot(const mbk_state *s) { return get_deriv(s, 0, MBK_STAGE_ACCELERATION, "mbk_state_get_ydot"); }
 const double *mbk_state_get_qdotdot(const mbk_state *s) { return get_deriv(s, 3, MBK_STAGE_ACCELERATION, "mbk_state_get_qdotdot"); }
 
+int mbk_state_check_ydot(const mbk_state *s)
+{
+    const double *yd = mbk_state_get_ydot(s);
+    if (!yd) return mbk_last_status();
+    const int nq = mbk_state_get_nq(s), nu = mbk_state_get_nu(s), i = mbk_find_nonfinite(yd, mbk_state_get_ny(s));
+    if (i < 0) return MBK_OK;
+    const char v = i < nq ? 'q' : i < nq + nu ? 'u' : 'z';
+    return mbk_set_error(MBK_ENOTFINITE, "the derivative of %c[%d] is %g at t = %g; check the model's forces and "
+                         "parameters there", v, i < nq ? i : i < nq + nu ? i - nq : i - nq - nu, yd[i],
+                         mbk_state_get_time(s));
+}
+
 static double *upd_deriv(const mbk_state *s, int which, const char *fn)
 {
     if (!st_need_stage(s, MBK_STAGE_MODEL, fn, "writing derivatives")) return NULL;

@@ -377,8 +377,24 @@ int mbk_system_calc_energy(const mbk_system *sys, const mbk_state *s, double *ki
    realize to `stage`. On failure t and y are put back and s is realized
    again to the stage it had, so the caller's variables are as they were; the
    failure's message is kept. */
+/* After a call failed with rc: t and (bak unless NULL) y as they were, realized to the
+   stage the State had (it got there before with these variables); rc and the failure's
+   message are kept. */
+static int put_back(const mbk_system *sys, mbk_state *s, double t_was, const double *bak, int ny, mbk_stage was,
+                    int rc)
+{
+    char msg[MBK_ERROR_MAX];
+    snprintf(msg, sizeof msg, "%s", mbk_last_error());
+    if (mbk_state_get_time(s) != t_was) mbk_state_set_time(s, t_was);
+    if (bak) mbk_state_set_y(s, bak, ny);
+    mbk_system_realize(sys, s, was);
+    return mbk_set_error(rc, "%s", msg);
+}
+
+/* t and y into the State (y NULL: its own), realized to stage; finite_ydot: and ydot
+   found finite. On failure the State as it was. */
 static int set_and_realize(const mbk_system *sys, mbk_state *s, double t, const double *y, int ny,
-                           mbk_stage stage)
+                           mbk_stage stage, bool finite_ydot)
 {
     mbk_stage was = mbk_state_get_stage(s);
     double t_was = mbk_state_get_time(s);
@@ -390,13 +406,9 @@ static int set_and_realize(const mbk_system *sys, mbk_state *s, double t, const 
     if (rc == MBK_OK && replace) rc = mbk_state_set_y(s, y, ny);
     if (rc == MBK_OK && own && !mbk_state_upd_y(s)) rc = mbk_last_status();
     if (rc == MBK_OK) rc = mbk_system_realize(sys, s, stage);
+    if (rc >= 0 && finite_ydot) rc = mbk_state_check_ydot(s);
     if (rc >= 0) return rc;
-    char msg[MBK_ERROR_MAX];
-    snprintf(msg, sizeof msg, "%s", mbk_last_error());
-    if (mbk_state_get_time(s) != t_was) mbk_state_set_time(s, t_was);
-    if (replace) mbk_state_set_y(s, bak, ny);
-    mbk_system_realize(sys, s, was); /* it got there before with these variables */
-    return mbk_set_error(rc, "%s", msg);
+    return put_back(sys, s, t_was, replace ? bak : NULL, ny, was, rc);
 }
 
 int mbk_system_calc_ydot(const mbk_system *sys, mbk_state *s, double t, const double *y,
@@ -412,7 +424,8 @@ int mbk_system_calc_ydot(const mbk_system *sys, mbk_state *s, double t, const do
     if (k >= 0)
         return mbk_set_error(MBK_ENOTFINITE, "mbk_system_calc_ydot: y[%d] = %g is not finite; "
                              "the State was not changed", k, y[k]);
-    if ((rc = set_and_realize(sys, s, t, y, ny, MBK_STAGE_ACCELERATION)) < 0) return rc;
+    if ((rc = set_and_realize(sys, s, t, y, ny, MBK_STAGE_ACCELERATION, true)) < 0)
+        return mbk_set_error(rc, "mbk_system_calc_ydot: %s; the State was not changed", mbk_last_error());
     if (ny > 0) memcpy(ydot, mbk_state_get_ydot(s), (size_t)ny * sizeof(double));
     return MBK_OK;
 }
@@ -431,7 +444,7 @@ int mbk_system_set_y_and_realize(const mbk_system *sys, mbk_state *s, double t, 
     if (k >= 0)
         return mbk_set_error(MBK_ENOTFINITE, "%s: y[%d] = %g is not finite; the State was not changed", fn,
                              k, y[k]);
-    return set_and_realize(sys, s, t, y, ny, stage);
+    return set_and_realize(sys, s, t, y, ny, stage, false);
 }
 
 int mbk_system_project(const mbk_system *sys, mbk_state *s, double tol)
@@ -439,12 +452,18 @@ int mbk_system_project(const mbk_system *sys, mbk_state *s, double tol)
     int rc = mbk_system_realize(sys, s, MBK_STAGE_INSTANCE);
     if (rc < 0) return rc;
     if (!(tol > 0)) return mbk_set_error(MBK_EINVAL, "mbk_system_project: tol = %g; give a tolerance > 0", tol);
+    /* y as it was, put back when a projection fails: one op may have moved the State
+       (matter normalizes quaternions) before another (the constraints') fails */
+    const mbk_stage was = mbk_state_get_stage(s);
+    const int ny = mbk_state_get_ny(s);
+    double *bak = st_y_backup(s);
+    if (ny > 0) memcpy(bak, mbk_state_get_y(s), (size_t)ny * sizeof(double));
     for (int k = 0; k < sys->nsub; ++k) {
         const sys_sub *b = sys->subs[k];
         if (!b->ops.project) continue;
         mbk_clear_error();
         rc = b->ops.project(b->impl, &b->ctx, s, tol);
-        if (rc != 0) return op_failure(sys, k, "project", rc);
+        if (rc != 0) return put_back(sys, s, mbk_state_get_time(s), bak, ny, was, op_failure(sys, k, "project", rc));
     }
     return mbk_system_realize(sys, s, MBK_STAGE_VELOCITY);
 }
@@ -459,11 +478,27 @@ static const sys_sub *checked_sub(const mbk_system *sys, int k, const char *fn)
     return sys->subs[k];
 }
 
+/* The subsystem at index k, for an event call on s (a State of sys), or NULL with the
+   error set. */
+static const sys_sub *event_sub(const mbk_system *sys, int k, const mbk_state *s, const char *fn)
+{
+    const sys_sub *b = checked_sub(sys, k, fn);
+    if (!b) return NULL;
+    int rc = mbk_system_check_state(sys, s);
+    if (rc < 0) return mbk_set_error(rc, "%s: %s", fn, mbk_last_error()), NULL;
+    return b;
+}
+
 int mbk_system_handle_events(const mbk_system *sys, int subsystem, mbk_state *s,
                              const int *event_ids, int n_events, mbk_event_result *result)
 {
-    const sys_sub *b = checked_sub(sys, subsystem, "mbk_system_handle_events");
-    if (!b) return MBK_EINVAL;
+    const char *fn = "mbk_system_handle_events";
+    const sys_sub *b = event_sub(sys, subsystem, s, fn);
+    if (!b) return mbk_last_status();
+    if (!result || n_events < 0 || (n_events > 0 && !event_ids))
+        return mbk_set_error(MBK_EINVAL, "%s: give a result, n_events >= 0 and (with events) their ids; got "
+                             "result %s, n_events %d, event_ids %s", fn, result ? "set" : "NULL", n_events,
+                             event_ids ? "set" : "NULL");
     if (!b->ops.handle_events) return MBK_OK;
     return b->ops.handle_events(b->impl, &b->ctx, s, event_ids, n_events, result);
 }
@@ -471,8 +506,12 @@ int mbk_system_handle_events(const mbk_system *sys, int subsystem, mbk_state *s,
 int mbk_system_next_scheduled_event(const mbk_system *sys, int subsystem, const mbk_state *s,
                                     double *t_next, int *event_ids, int *n_events)
 {
-    const sys_sub *b = checked_sub(sys, subsystem, "mbk_system_next_scheduled_event");
-    if (!b) return MBK_EINVAL;
+    const char *fn = "mbk_system_next_scheduled_event";
+    const sys_sub *b = event_sub(sys, subsystem, s, fn);
+    if (!b) return mbk_last_status();
+    if (!t_next || !n_events || *n_events < 0 || (*n_events > 0 && !event_ids))
+        return mbk_set_error(MBK_EINVAL, "%s: give t_next, n_events (the capacity of event_ids, >= 0) and, "
+                             "with room, event_ids", fn);
     *t_next = INFINITY;
     if (!b->ops.next_scheduled_event) {
         *n_events = 0;

@@ -174,7 +174,10 @@ int mbk_integrator_get_settings(const mbk_integrator *ig, mbk_integrator_setting
 /* ---- running ----------------------------------------------------------- */
 /* Copy `initial` (any initialized State of the System), realize it, project
    it (q then u, constraint tolerance) and realize it to Acceleration; reset
-   statistics. May allocate. Can be called again to restart. */
+   statistics. May allocate. Can be called again to restart. A State that is
+   NULL, of another System or layout, or at a non-finite time is refused with the
+   integrator unchanged; a failure after that (realizing, projecting) leaves it
+   needing another initialize. */
 int mbk_integrator_initialize(mbk_integrator *ig, const mbk_state *initial);
 /* Advance to t_report (>= the current time):
      MBK_OK          the State is at t_report (events there already handled);

@@ -124,6 +124,9 @@ const double *mbk_state_get_udot(const mbk_state *s);
 const double *mbk_state_get_zdot(const mbk_state *s);
 /* ydot = [qdot udot zdot] (valid at Acceleration; NULL below). */
 const double *mbk_state_get_ydot(const mbk_state *s);
+/* MBK_OK when ydot is finite, else MBK_ENOTFINITE naming the first entry that is not
+   (q[i], u[i] or z[i]) and the time (at Acceleration; MBK_ESTAGE below). */
+int mbk_state_check_ydot(const mbk_state *s);
 /* qdotdot (valid at Acceleration; NULL below). */
 const double *mbk_state_get_qdotdot(const mbk_state *s);
 /* Writable derivative caches for subsystems that compute them (Model or later; no invalidation). */

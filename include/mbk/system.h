@@ -104,7 +104,8 @@ int mbk_system_check_state(const mbk_system *sys, const mbk_state *s);
 int mbk_system_calc_energy(const mbk_system *sys, const mbk_state *s, double *kinetic,
                            double *potential);
 /* Plain ODE view y' = f(t, y), y = [q u z]: sets t and y (y NULL: keep the
-   State's), realizes to Acceleration and copies [qdot udot zdot] into ydot. */
+   State's), realizes to Acceleration and copies [qdot udot zdot] into ydot.
+   MBK_ENOTFINITE (the State as it was) when an entry of ydot is not finite. */
 int mbk_system_calc_ydot(const mbk_system *sys, mbk_state *s, double t, const double *y,
                          double *ydot);
 /* Set t and y = [q u z] (y NULL: keep the State's) and realize s to `stage`
@@ -122,12 +123,14 @@ int mbk_system_set_y_and_realize(const mbk_system *sys, mbk_state *s, double t, 
 int mbk_system_project(const mbk_system *sys, mbk_state *s, double tol);
 /* Call a subsystem's handle_events op with the ids of its events that occurred at
    the State's time (for integrators, built-in or your own). Returns what the op
-   returned (MBK_OK when it has none), or MBK_EINVAL for a bad subsystem index. */
+   returned (MBK_OK when it has none), MBK_EINVAL for a bad subsystem index or a NULL
+   result (or event ids), MBK_ESTALE for a State of another System or layout. */
 int mbk_system_handle_events(const mbk_system *sys, int subsystem, mbk_state *s,
                              const int *event_ids, int n_events, mbk_event_result *result);
 /* Call a subsystem's next_scheduled_event op (its contract is in mbk_subsystem_ops).
    *t_next is set to INFINITY first; with no op, *n_events is set to 0. Returns what
-   the op returned, or MBK_EINVAL for a bad subsystem index. */
+   the op returned, MBK_EINVAL for a bad subsystem index or NULL t_next or n_events,
+   MBK_ESTALE for a State of another System or layout. */
 int mbk_system_next_scheduled_event(const mbk_system *sys, int subsystem, const mbk_state *s,
                                     double *t_next, int *event_ids, int *n_events);
 

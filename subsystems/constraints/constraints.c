@@ -336,6 +336,17 @@ static int check_finite(const ct_constraint *c, int i, int which, const double *
     return MBK_OK;
 }
 
+/* Constraint i's op failed with rc: its own status and message when it set them
+   (mbk_set_error), else MBK_EUSER saying what it returned. */
+static int op_failed(const ct_constraint *c, int i, const char *what, int rc)
+{
+    const char *name = c->ops.name ? c->ops.name : "custom";
+    if (rc < 0 && rc == mbk_last_status() && mbk_last_error()[0])
+        return mbk_set_error(rc, "constraint %d (%s) failed to %s: %s", i, name, what, mbk_last_error());
+    return mbk_set_error(MBK_EUSER, "constraint %d (%s) failed to %s: its op returned %d without saying why "
+                         "(an op says why with mbk_set_error)", i, name, what, rc);
+}
+
 int ct_eval(const mbk_matter *m, const mbk_state *s, int level, const mbk_spatial_vec *A, const double *udot,
             double *out)
 {
@@ -347,14 +358,12 @@ int ct_eval(const mbk_matter *m, const mbk_state *s, int level, const mbk_spatia
         const ct_constraint *c = &ct_of(m)->cons[i];
         mbk_constraint_args a = {m, s, c, A, udot};
         int rc = 0;
+        mbk_clear_error(); /* what an op that fails says is its own */
         /* level 0: perr; 1: [pverr, verr]; 2: [paerr, vaerr, aerr] */
         if (c->ops.mp && level <= 2) rc = call_err(c, level, &a, out + p0[i]);
         if (!rc && c->ops.mv && level >= 1) rc = call_err(c, level == 1 ? 3 : 4, &a, out + sl->mp + v0[i]);
         if (!rc && c->ops.ma && level == 2) rc = call_err(c, 5, &a, out + sl->mp + sl->mv + a0[i]);
-        if (rc != 0)
-            return mbk_set_error(rc < 0 && rc == mbk_last_status() ? rc : MBK_EUSER,
-                                 "constraint %d (%s) failed to compute its errors: %s", i,
-                                 c->ops.name ? c->ops.name : "custom", mbk_last_error());
+        if (rc != 0) return op_failed(c, i, "compute its errors", rc);
         double t = mbk_state_get_time(s);
         if (c->ops.mp && level <= 2 && (rc = check_finite(c, i, level, out + p0[i], t)) < 0) return rc;
         if (c->ops.mv && level >= 1 && (rc = check_finite(c, i, level == 1 ? 3 : 4, out + sl->mp + v0[i], t)) < 0)
@@ -381,14 +390,12 @@ int ct_apply(const mbk_matter *m, const mbk_state *s, const double *lambda, int 
         memset(FA, 0, sizeof FA);
         memset(mf, 0, sizeof mf);
         int rc = 0;
+        mbk_clear_error(); /* what an op that fails says is its own */
         if (c->ops.mp) rc = c->ops.apply_position_forces(c->impl, &a, lambda + p0[i], FA, mf);
         if (!rc && c->ops.mv) rc = c->ops.apply_velocity_forces(c->impl, &a, lambda + sl->mp + v0[i], FA, mf);
         if (!rc && c->ops.ma && levels > 2)
             rc = c->ops.apply_acceleration_forces(c->impl, &a, lambda + sl->mp + sl->mv + a0[i], FA, mf);
-        if (rc != 0)
-            return mbk_set_error(rc < 0 && rc == mbk_last_status() ? rc : MBK_EUSER,
-                                 "constraint %d (%s) failed to apply its forces: %s", i,
-                                 c->ops.name ? c->ops.name : "custom", mbk_last_error());
+        if (rc != 0) return op_failed(c, i, "apply its forces", rc);
         /* forces in A back to Ground, at the same body origins */
         mbk_mat33 R_GA = pos[c->ancestor].X_GB.R;
         for (int k = 0; k < c->nb; ++k) {

@@ -101,9 +101,9 @@ int mbk_system_calc_constrained_dae_residual(const mbk_system *sys, mbk_state *s
     if (rc < 0) return rc;
     if (!y || !yp || !r) return mbk_set_error(MBK_EINVAL, "%s: %s is NULL", fn, !y ? "y" : !yp ? "yp" : "r");
     if (!isfinite(t)) return mbk_set_error(MBK_ENOTFINITE, "%s: t = %g is not finite; the State was not changed", fn, t);
-    for (int which = 0; which < 2; ++which) {
+    for (int which = 0; which < 2; ++which) { /* yp past the State's y is not read */
         const double *v = which ? yp : y;
-        if ((k = bad_entry(v, L.n)) >= 0)
+        if ((k = bad_entry(v, which ? L.ny : L.n)) >= 0)
             return mbk_set_error(MBK_ENOTFINITE, "%s: %s[%d] = %g is not finite; the State was not changed", fn,
                                  which ? "yp" : "y", k, v[k]);
     }

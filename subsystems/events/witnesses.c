@@ -217,6 +217,15 @@ int mbk_system_find_witness_crossings(const mbk_system *sys, const mbk_state *s,
     int rc = need(sys, s, fn);
     if (rc < 0) return rc;
     if (!w_before || !w_after) return mbk_set_error(MBK_EINVAL, "%s: %s is NULL", fn, !w_before ? "w_before" : "w_after");
+    const int nw = mbk_system_get_num_witnesses(sys, s);
+    if (nw < 0) return nw;
+    for (int which = 0; which < 2; ++which) { /* a NaN compares false both ways: it would never cross */
+        const double *w = which ? w_after : w_before;
+        const int k = mbk_find_nonfinite(w, nw);
+        if (k >= 0)
+            return mbk_set_error(MBK_ENOTFINITE, "%s: %s[%d] = %g is not finite", fn, which ? "w_after" : "w_before",
+                                 k, w[k]);
+    }
     cross_ctx c = {sys, w_before, w_after, fired, 0};
     rc = each_witness(sys, s, cross_one, &c);
     return rc < 0 ? rc : c.count;

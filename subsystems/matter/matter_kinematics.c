@@ -202,6 +202,21 @@ int mt_check_q(const mbk_matter *m, const int *lay, bool euler, const double *q,
     return MBK_OK;
 }
 
+/* MBK_OK when n outputs v of body i's mobilizer (what: its pose, H, qdot, HDot u) are
+   finite. q is finite by then (checked before Position), so a NaN means the joint is at
+   a singular configuration or a custom mobilizer's op gave one: caught where it arises,
+   rather than as a singular inertia or a NaN udot later. */
+static int mobilizer_output(const mbk_matter *m, int i, const double *v, int n, const char *what)
+{
+    const int k = mbk_find_nonfinite(v, n);
+    if (k < 0) return MBK_OK;
+    const char *name = m->bodies[i].mob.ops->name;
+    return mbk_set_error(MBK_ENOTFINITE, "matter: body %d's mobilizer '%s' gave a non-finite %s (entry %d is %g) at "
+                         "finite q: the joint is at a singular configuration (gimbal lock of Euler angles), or "
+                         "its op has a bug (a custom mobilizer's ops must give finite values wherever q is finite)",
+                         i, name ? name : "custom", what, k, v[k]);
+}
+
 int mt_realize_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 {
     (void)c;
@@ -242,6 +257,9 @@ int mt_realize_position(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         mbk_transform X_GF = compose_frame(&pp->X_GB, &b->X_PF, b->pf_turns);
         mbk_transform X_GM = mobilizer_pose(b, euler, &X_GF, q + lay[2 * i], qn + lay[2 * i],
                                             lay[2 * i + 1], pin_sc, Hb);
+        if (!b->pin && ((rc = mobilizer_output(m, i, &X_GM.R.m[0][0], 12, "pose (calc_X_FM)")) < 0 ||
+                        (rc = mobilizer_output(m, i, &Hb[0].w.x, 6 * b->nu, "H (calc_H_FM)")) < 0))
+            return rc;
         if (b->spin) { /* M's origin is B's: only the rotation, if any, to apply */
             p->X_GB.p = X_GM.p;
             p->X_GB.R = b->mb_turns ? mbk_mat33_mul(X_GM.R, b->X_MB.R) : X_GM.R;
@@ -411,6 +429,9 @@ int mt_realize_velocity(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
         v->a_c = coriolis(&pos[i], &jf[i], mob->ops->calc_Hdot_u ? &hd : NULL, Vp, &Vr);
         if (mob->ops->calc_qdot) mob->ops->calc_qdot(mob->impl, euler, qb, u + b->u0, qdot + lay[2 * i]);
         else copy_small(qdot + lay[2 * i], u + b->u0, b->nu);
+        int rc = mobilizer_output(m, i, qdot + lay[2 * i], lay[2 * i + 1], "qdot (calc_qdot)");
+        if (rc == MBK_OK && mob->ops->calc_Hdot_u) rc = mobilizer_output(m, i, &hd.w.x, 6, "HDot u (calc_Hdot_u)");
+        if (rc < 0) return rc;
     }
     return m->con_hooks ? m->con_hooks->velocity(m, s) : 0;
 }
