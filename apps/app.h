@@ -111,6 +111,9 @@ typedef struct app_list_error {
 int app_parse_list(const char *text, char sep, double *out, int cap, app_list_error *e);
 /* Message for a list that app_parse_list refused: which value, and why. */
 void app_list_message(char *buf, size_t cap, const app_list_error *e);
+/* Option opt's value text as one finite number into *out: 0, or -1 with the message in
+   why (unless NULL). */
+int app_parse_number(const char *opt, const char *text, double *out, char *why, size_t cap);
 /* Option opt's X,Y,Z (three finite numbers) into *out: 0, or -1 with the message
    (the option, which value and why) in why. */
 int app_parse_vec3(const char *opt, const char *text, mbk_vec3 *out, char *why, size_t cap);
@@ -177,16 +180,24 @@ int app_series_add(app_series *ser, double t, const double *q, const double *u, 
 /* Add the State's t, q, u and energies as a sample: APP_OK, or APP_FAILED with a message. */
 int app_series_sample(app_series *ser, const mbk_system *sys, const mbk_state *s);
 void app_series_free(app_series *ser);
-/* CSV: t,q0..,u0..,energy (and kinetic,potential). 0 or -1 (errno set). */
-int app_write_csv(const char *path, const app_series *ser);
+/* The trajectory CSV's header line, t,q0..,u0..,energy,kinetic,potential, into f. */
+void app_write_csv_header(FILE *f, const app_series *ser);
 /* The CSV rows of samples from..n-1 (no header) into f. */
 void app_write_csv_rows(FILE *f, const app_series *ser, long from);
 /* SVG: coordinates and energy against time. 0 or -1 (errno set). */
 int app_write_svg(const char *path, const app_series *ser, const char *title);
 /* The whole file, NUL-terminated (its length in *len unless NULL); NULL on failure. */
 char *app_read_text(const char *path, size_t *len);
-/* text as the whole of path: written to path.partial, then renamed into place. 0 or -1
-   (errno set). */
+/* Where a new file for the output path goes (malloc'd): a symlink's target (made or
+   not yet), else path itself; NULL for an existing path that is not a regular file (a
+   FIFO, a terminal, /dev/stdout), which is written in place. */
+char *app_output_target(const char *path);
+/* A whole output file: put(f, data) writes it. A regular file (or none yet) is written
+   as path.partial and renamed over the old (for a symlink, over its target), so it is
+   never torn; anything else (a FIFO, a terminal, /dev/stdout) is written in place.
+   0 or -1 (errno set). */
+int app_write_file(const char *path, int (*put)(FILE *f, const void *data), const void *data);
+/* text as the whole of path (app_write_file). */
 int app_write_text(const char *path, const char *text);
 /* Create the parent directory of a path (one level) if missing. */
 void app_make_parent_dir(const char *path);
@@ -208,13 +219,13 @@ int app_checkpoint_write(const char *path, const app_integrator *ig, const app_r
 /* Read a run checkpoint: its meta and an integrator continuing it. NULL with the reason
    printed. A checkpoint written by mbk_integrator_save (no meta) is accepted too. */
 app_integrator *app_checkpoint_read(const char *path, const mbk_system *sys, app_run_meta *meta);
-/* The first `rows` samples of a trajectory CSV (written by app_write_csv with ser's nq and
+/* The first `rows` samples of a trajectory CSV (written by app_write_trajectory with ser's nq and
    nu) into ser, and its header and those rows verbatim into *kept (malloc'd): 0; 1 when the
    file does not exist (nothing read); -1 with the reason in why. */
 int app_read_csv(const char *path, long rows, app_series *ser, char **kept, char *why, size_t n);
 /* The trajectory CSV: kept (header and the first kept_rows rows, verbatim) then ser's rows
-   from kept_rows on; without kept, app_write_csv. Written to a temporary file, then renamed.
-   0 or -1 (errno set). */
+   from kept_rows on; without kept, a header and every row (app_write_file). 0 or -1
+   (errno set). */
 int app_write_trajectory(const char *path, const app_series *ser, const char *kept, long kept_rows);
 
 /* A run continued from a checkpoint (app_resume). */

@@ -19,33 +19,27 @@ static const char meta_magic[] = "mbk run checkpoint 1";
 
 /* ---- the trajectory ------------------------------------------------------------ */
 
+/* What a trajectory file holds: the kept text of a resumed run (header and rows) or a
+   header, then the rows from kept_rows on. */
+typedef struct traj_out {
+    const app_series *ser;
+    const char *kept;
+    long kept_rows;
+} traj_out;
+
+static int put_trajectory(FILE *f, const void *data)
+{
+    const traj_out *t = data;
+    if (t->kept) fputs(t->kept, f);
+    else app_write_csv_header(f, t->ser);
+    app_write_csv_rows(f, t->ser, t->kept ? t->kept_rows : 0);
+    return 0;
+}
+
 int app_write_trajectory(const char *path, const app_series *ser, const char *kept, long kept_rows)
 {
-    size_t len = strlen(path) + 16;
-    char *tmp = malloc(len);
-    if (!tmp) return -1;
-    snprintf(tmp, len, "%s.partial", path);
-    int rc;
-    if (!kept) {
-        rc = app_write_csv(tmp, ser);
-    } else {
-        FILE *f = fopen(tmp, "w");
-        rc = f ? 0 : -1;
-        if (f) {
-            fputs(kept, f);
-            app_write_csv_rows(f, ser, kept_rows);
-            int err = ferror(f);
-            if (fclose(f) != 0 || err) rc = -1;
-        }
-    }
-    if (rc == 0 && rename(tmp, path) != 0) rc = -1;
-    if (rc != 0) {
-        int e = errno;
-        remove(tmp);
-        errno = e;
-    }
-    free(tmp);
-    return rc;
+    const traj_out t = {ser, kept, kept_rows};
+    return app_write_file(path, put_trajectory, &t);
 }
 
 /* One line (without its newline) into *line; 0 at end of file. */

@@ -12,29 +12,59 @@ enum { TREE_LINES = 200 };
 
 /* ---- info ---------------------------------------------------------------------- */
 
+/* Names counted in the order they first come (16 kinds at most; more are counted as
+   "other"): the joints by type, the force elements by kind. */
+typedef struct tally {
+    char name[16][40]; /* the kinds */
+    int count[16];     /* how many of each */
+    int n, other;      /* kinds, and items of kinds past the 16th */
+} tally;
+
+static void tally_add(tally *t, const char *name)
+{
+    int k = 0;
+    while (k < t->n && strcmp(t->name[k], name)) ++k;
+    if (k == t->n && t->n < 16) snprintf(t->name[t->n], sizeof t->name[0], "%s", name), t->count[t->n++] = 0;
+    if (k < t->n) t->count[k]++;
+    else t->other++;
+}
+
+/* " 3 pin, 1 free". */
+static void tally_print(const tally *t)
+{
+    for (int k = 0; k < t->n; ++k) printf("%s%d %s", k ? ", " : " ", t->count[k], t->name[k]);
+    if (t->other) printf("%s%d other", t->n ? ", " : " ", t->other);
+}
+
+/* The force elements by kind, gravity's vector with its kind. */
+static void print_forces(const app_model *m, const mbk_state *s)
+{
+    const mbk_forces *fo = mbk_multibody_get_forces(m->sys);
+    const int nf = mbk_forces_get_num_elements(fo);
+    tally kinds = {0};
+    for (int e = 0; e < nf; ++e) tally_add(&kinds, mbk_force_get_kind_name(fo, e));
+    printf("forces       %d element%s%s", nf, nf == 1 ? "" : "s", nf ? ":" : "");
+    tally_print(&kinds);
+    double g[4];
+    if (m->gravity_force >= 0 && mbk_force_get_parameters(fo, s, m->gravity_force, g, 4) == MBK_OK)
+        printf("; gravity (%g, %g, %g) m/s^2", g[0], g[1], g[2]);
+    printf("\n");
+}
+
 /* The summary: the model, its bodies, mobilizers by type, dofs, constraints, mass,
    forces. */
 static void print_model_summary(const app_model *m, const mbk_state *s)
 {
     const mbk_matter *mt = mbk_multibody_get_matter(m->sys);
-    const mbk_forces *fo = mbk_multibody_get_forces(m->sys);
     const int nb = mbk_matter_get_num_bodies(mt);
-    /* joint types and their counts */
-    char types[16][32];
-    int counts[16], ntypes = 0, njoints = 0;
-    for (int b = 1; b < nb; ++b) {
-        const char *t = m->joint_type[b];
-        int k = 0;
-        while (k < ntypes && strcmp(types[k], t)) ++k;
-        if (k == ntypes && ntypes < 16) snprintf(types[ntypes], sizeof types[0], "%s", t), counts[ntypes++] = 0;
-        if (k < ntypes) counts[k]++;
-        njoints++;
-    }
+    tally types = {0};
+    for (int b = 1; b < nb; ++b) tally_add(&types, m->joint_type[b]);
+    const int njoints = nb - 1;
     printf("model        %s\n", m->spec);
     printf("             %s\n", m->title);
     printf("bodies       %d plus Ground\n", nb - 1);
     printf("mobilizers   %d:", njoints);
-    for (int k = 0; k < ntypes; ++k) printf("%s %d %s", k ? "," : "", counts[k], types[k]);
+    tally_print(&types);
     printf("\n");
     printf("dofs         nq = %d, nu = %d", mbk_state_get_nq(s), mbk_state_get_nu(s));
     int ncons = mbk_matter_get_num_constraints(mt);
@@ -46,14 +76,7 @@ static void print_model_summary(const app_model *m, const mbk_state *s)
     }
     printf("\n");
     printf("mass         %.6g kg in total\n", mbk_matter_get_total_mass(mt));
-    int nf = mbk_forces_get_num_elements(fo);
-    printf("forces       %d element%s", nf, nf == 1 ? "" : "s");
-    if (m->gravity_force >= 0) {
-        double g[4];
-        if (mbk_force_get_parameters(fo, s, m->gravity_force, g, 4) == MBK_OK)
-            printf(" (gravity (%g, %g, %g) m/s^2%s)", g[0], g[1], g[2], nf > 1 ? ", limits and dampers" : "");
-    }
-    printf("\n");
+    print_forces(m, s);
 }
 
 /* Body b's line of the tree at depth d: the rails of its ancestors (on_last[k]: the

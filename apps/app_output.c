@@ -1,6 +1,6 @@
 /* Outputs of the mbk program: the sampled trajectory, its CSV file and an SVG
  * plot of the coordinates and the energy against time. */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* POSIX 2008 with realpath */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "app.h"
 
@@ -43,24 +44,53 @@ char *app_read_text(const char *path, size_t *len)
     return buf;
 }
 
-int app_write_text(const char *path, const char *text)
+char *app_output_target(const char *path)
 {
-    size_t n = strlen(path) + sizeof ".partial";
-    char *tmp = malloc(n);
-    if (!tmp) return -1;
-    snprintf(tmp, n, "%s.partial", path);
-    FILE *f = fopen(tmp, "w");
-    int rc = f && fputs(text, f) >= 0 ? 0 : -1;
-    if (f && fclose(f) != 0) rc = -1;
-    if (rc == 0 && rename(tmp, path) != 0) rc = -1;
-    if (rc != 0) { /* errno: the failure's, not remove's */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return NULL; /* written in place */
+    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return strdup(path);
+    char *real = realpath(path, NULL);
+    if (real) return real;
+    /* a link to a file not made yet: the file it names, beside the link when relative */
+    char t[4096];
+    ssize_t n = readlink(path, t, sizeof t - 1);
+    if (n < 0) return strdup(path);
+    t[n] = '\0';
+    const char *slash = strrchr(path, '/');
+    size_t cap = strlen(path) + (size_t)n + 2;
+    char *out = malloc(cap);
+    if (out && (t[0] == '/' || !slash)) snprintf(out, cap, "%s", t);
+    else if (out) snprintf(out, cap, "%.*s/%s", (int)(slash - path), path, t);
+    return out;
+}
+
+int app_write_file(const char *path, int (*put)(FILE *f, const void *data), const void *data)
+{
+    char *target = app_output_target(path), *tmp = NULL;
+    if (target) { /* a new file beside the old, renamed over it: never a torn file */
+        size_t n = strlen(target) + sizeof ".partial";
+        if (!(tmp = malloc(n))) {
+            free(target);
+            return -1;
+        }
+        snprintf(tmp, n, "%s.partial", target);
+    }
+    FILE *f = fopen(tmp ? tmp : path, "w");
+    int rc = f && put(f, data) == 0 ? 0 : -1;
+    if (f && (ferror(f) | fclose(f))) rc = -1;
+    if (rc == 0 && tmp && rename(tmp, target) != 0) rc = -1;
+    if (rc != 0 && tmp) { /* errno: the failure's, not remove's */
         int e = errno;
         remove(tmp);
         errno = e;
     }
-    free(tmp);
+    free(tmp), free(target);
     return rc;
 }
+
+static int put_text(FILE *f, const void *text) { return fputs(text, f) < 0 ? -1 : 0; }
+
+int app_write_text(const char *path, const char *text) { return app_write_file(path, put_text, text); }
 
 double app_now(void)
 {
@@ -156,18 +186,12 @@ void app_write_csv_rows(FILE *f, const app_series *ser, long from)
     }
 }
 
-int app_write_csv(const char *path, const app_series *ser)
+void app_write_csv_header(FILE *f, const app_series *ser)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
     fprintf(f, "t");
     for (int i = 0; i < ser->nq; ++i) fprintf(f, ",q%d", i);
     for (int i = 0; i < ser->nu; ++i) fprintf(f, ",u%d", i);
     fprintf(f, ",energy,kinetic,potential\n");
-    app_write_csv_rows(f, ser, 0);
-    int err = ferror(f);
-    if (fclose(f) != 0 || err) return -1;
-    return 0;
 }
 
 /* ---- SVG ---------------------------------------------------------------------- */

@@ -59,6 +59,7 @@ typedef struct sweep {
     uint64_t seed;
     int threads;
     const char *output, *plot;
+    char *output_target; /* a symlink --output's target (malloc'd), which w->output then names */
     bool resume, quiet;
     sweep_var vars[MAX_VARS];
     int nvars;
@@ -132,24 +133,14 @@ static void sweep_usage(FILE *f)
 
 /* ---- parsing ---------------------------------------------------------------- */
 
-static int number(const char *text, double *out)
-{
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (errno || end == text || *end || !isfinite(v)) return -1;
-    *out = v;
-    return 0;
-}
+static int number(const char *text, double *out) { return app_parse_number("", text, out, NULL, 0); }
 
 static int option_number(const char *name, const char *text, double *out)
 {
-    if (!text || number(text, out)) {
-        fprintf(stderr, "mbk sweep: %s needs a finite number, got '%s' (see mbk sweep --help)\n", name,
-                text ? text : "");
-        return -1;
-    }
-    return 0;
+    char why[320];
+    if (app_parse_number(name, text, out, why, sizeof why) == 0) return 0;
+    fprintf(stderr, "mbk sweep: %s (see mbk sweep --help)\n", why);
+    return -1;
 }
 
 /* Split "a,b,c" (modifiable) into numbers; the count or -1 (what names the culprit). */
@@ -287,7 +278,10 @@ static int value_option(const char *a, const char *v, sweep *w)
 {
     if (!strcmp(a, "--t-final")) return option_number(a, v, &w->t_final) ? APP_USAGE : APP_OK;
     if (!strcmp(a, "--accuracy")) return option_number(a, v, &w->accuracy) ? APP_USAGE : APP_OK;
-    if (!strcmp(a, "--step")) return option_number(a, v, &w->step) ? APP_USAGE : APP_OK;
+    if (!strcmp(a, "--step")) {
+        if (option_number(a, v, &w->step)) return APP_USAGE;
+        return w->step > 0 ? APP_OK : usage_error("%s", "--step must be > 0 (leave it out for error-controlled steps)");
+    }
     if (!strcmp(a, "--samples") || !strcmp(a, "--seed") || !strcmp(a, "--threads")) return count_option(a, v, w);
     if (!strcmp(a, "--vary")) return vary_option(a, v, w);
     if (!strcmp(a, "--integrator")) {
@@ -1097,6 +1091,7 @@ static void free_sweep(sweep *w)
     free(w->q0);
     free(w->u0);
     free(w->offset);
+    free(w->output_target);
     if (w->out) fclose(w->out);
     mbk_ensemble_destroy(w->e);
     app_model_free(&w->m);
@@ -1140,10 +1135,27 @@ static int sweep_prepare(sweep *w)
     return APP_OK;
 }
 
+/* The output is read back to sort its rows (and truncated by --resume): a regular file,
+   or a symlink to one, which is then written through its target (the sorted rows are
+   renamed over the target, not over the link). APP_OK or APP_USAGE. */
+static int regular_output(sweep *w)
+{
+    struct stat st;
+    if (stat(w->output, &st) == 0 && !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "mbk sweep: --output %s is not a regular file (the sweep reads its rows back to sort "
+                        "them); give a file\n", w->output);
+        return APP_USAGE;
+    }
+    if (lstat(w->output, &st) == 0 && S_ISLNK(st.st_mode) && (w->output_target = app_output_target(w->output)))
+        w->output = w->output_target;
+    return APP_OK;
+}
+
 /* Rank 0: the output file (read back with --resume); finished members are skipped. */
 static int open_output(sweep *w)
 {
-    int status = APP_OK;
+    int status = regular_output(w);
+    if (status) return status;
     w->offset = malloc(sizeof(long) * (size_t)w->n_members);
     if (!w->offset) return APP_FAILED;
     for (long i = 0; i < w->n_members; ++i) w->offset[i] = -1;

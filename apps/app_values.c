@@ -58,6 +58,24 @@ void app_list_message(char *buf, size_t cap, const app_list_error *e)
         snprintf(buf, cap, "value %d ('%s') is not a number", e->index, e->item);
 }
 
+int app_parse_number(const char *opt, const char *text, double *out, char *why, size_t cap)
+{
+    char *end = NULL;
+    errno = 0;
+    const double v = text ? strtod(text, &end) : NAN;
+    if (text && end != text && !*end && errno == ERANGE) {
+        if (why) snprintf(why, cap, "%s: '%s' is out of range (its magnitude is beyond 1.8e308 or, not zero, below "
+                          "2.2e-308)", opt, text);
+        return -1;
+    }
+    if (!text || errno || end == text || *end || !isfinite(v)) {
+        if (why) snprintf(why, cap, "%s needs a finite number, got '%s'", opt, text ? text : "");
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 int app_parse_vec3(const char *opt, const char *text, mbk_vec3 *out, char *why, size_t cap)
 {
     double g[3];

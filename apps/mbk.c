@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "app.h"
@@ -148,15 +149,10 @@ static int parse_count(const char *cmd, const char *name, const char *text, doub
 
 static int parse_number(const char *cmd, const char *name, const char *text, double *out)
 {
-    char *end = NULL;
-    errno = 0;
-    double v = text ? strtod(text, &end) : NAN;
-    if (!text || errno || end == text || *end || !isfinite(v)) {
-        fprintf(stderr, "mbk %s: %s needs a finite number, got '%s' (see mbk --help)\n", cmd, name, text ? text : "");
-        return -1;
-    }
-    *out = v;
-    return 0;
+    char why[320];
+    if (app_parse_number(name, text, out, why, sizeof why) == 0) return 0;
+    fprintf(stderr, "mbk %s: %s (see mbk --help)\n", cmd, why);
+    return -1;
 }
 
 /* An optional number after a flag: taken when the next argument is one. */
@@ -249,7 +245,13 @@ static int run_option(const char *cmd, const char *a, const char *v, run_options
                                                         : NULL;
     if (number) {
         if (number == &o->interval) o->interval_given = true;
-        return parse_number(cmd, a, v, number) ? APP_USAGE : APP_OK;
+        if (parse_number(cmd, a, v, number)) return APP_USAGE;
+        /* 0 is no step or interval (it once meant the default silently) */
+        if (number == &o->step && !(*number > 0))
+            return usage_error(cmd, "%s", "--step must be > 0 (leave it out for error-controlled steps)");
+        if (number == &o->interval && !(*number > 0))
+            return usage_error(cmd, "%s", "--interval must be > 0 (leave it out for t-final / 1000)");
+        return APP_OK;
     }
     if (!strcmp(a, "--checkpoint")) return file_option(cmd, a, v, &o->checkpoint);
     if (!strcmp(a, "--resume")) return file_option(cmd, a, v, &o->resume);
@@ -326,7 +328,7 @@ static int parse_options(const char *cmd, int argc, char **argv, run_options *o)
 }
 
 /* --q0 / --u0 into the State: n plain numbers, or JOINT=V[:V...] pairs. */
-static int apply_list(const app_model *m, mbk_state *s, const char *text, bool is_q)
+static int apply_list(const app_model *m, mbk_state *s, const char *text, bool is_q, bool *held)
 {
     const int n = is_q ? mbk_state_get_nq(s) : mbk_state_get_nu(s);
     app_assign *as = malloc(sizeof *as * ((size_t)n + 1));
@@ -336,7 +338,10 @@ static int apply_list(const app_model *m, mbk_state *s, const char *text, bool i
     }
     int k = 0, status = app_parse_initial(m, s, "run", text, is_q, as, &k);
     double *dst = is_q ? mbk_state_upd_q(s) : mbk_state_upd_u(s);
-    for (int i = 0; status == APP_OK && i < k; ++i) dst[as[i].index] = as[i].value;
+    for (int i = 0; status == APP_OK && i < k; ++i) {
+        dst[as[i].index] = as[i].value;
+        if (held) held[as[i].index] = true;
+    }
     free(as);
     return status;
 }
@@ -370,12 +375,36 @@ typedef struct run_ctx {
     double wall;           /* wall seconds the simulation took */
     double e0;             /* the energy at the first sample */
     double max_drift;      /* max |E - E(0)| over the samples */
-    double e_scale;        /* max |KE| + |PE|: what a relative drift is measured against */
     int checkpoints;       /* checkpoints written */
     double t_checkpoint;   /* the time of the last */
     char pose_note[1024];  /* how the initial pose was chosen ("" for the model's own, or resumed) */
     char why[1024];        /* why the simulation stopped early ("" if it did not) */
+    FILE *say;             /* the summary's stream: stdout, or stderr when an output goes there */
 } run_ctx;
+
+/* --q0 and --u0 into s; a model with constraints (a URDF mimic joint, the four-bar)
+   then has its loops closed again with the coordinates given held, and its speeds
+   projected, so that the run starts where it was asked to (the integrator's own
+   projection would move every coordinate, the given ones too). */
+static int apply_initial(run_ctx *r)
+{
+    const run_options *o = r->o;
+    const int nq = mbk_state_get_nq(r->s0);
+    bool *held = calloc((size_t)nq + 1, sizeof *held);
+    if (!held) return app_fail("out of memory");
+    int status = o->q0 ? apply_list(&r->m, r->s0, o->q0, true, held) : APP_OK;
+    if (!status && o->u0) status = apply_list(&r->m, r->s0, o->u0, false, NULL);
+    const mbk_system *sys = r->m.sys;
+    if (!status && (o->q0 || o->u0) && mbk_matter_get_num_constraints(mbk_multibody_get_matter(sys)) > 0) {
+        if (mbk_system_assemble_locked(sys, r->s0, 1e-12, held) < 0 || mbk_system_project(sys, r->s0, 1e-12) < 0)
+            status = app_fail("closing the constraints around --q0 (the coordinates given are held)");
+        else
+            snprintf(r->pose_note + strlen(r->pose_note), sizeof r->pose_note - strlen(r->pose_note), "%s%s",
+                     r->pose_note[0] ? "; " : "", "the constraints closed with the --q0 coordinates held");
+    }
+    free(held);
+    return status;
+}
 
 /* A fresh run's initial State (gravity, pose, --q0, --u0), its integrator, the first
    sample and the metadata a checkpoint keeps. */
@@ -394,9 +423,8 @@ static int start_fresh(run_ctx *r)
             return app_fail("setting gravity");
     }
     if (app_model_default_pose(m, r->s0, r->pose_note, sizeof r->pose_note)) return APP_FAILED;
-    int status;
-    if ((o->q0 && (status = apply_list(m, r->s0, o->q0, true))) || (o->u0 && (status = apply_list(m, r->s0, o->u0, false))))
-        return status;
+    int status = apply_initial(r);
+    if (status) return status;
     if (mbk_system_realize(m->sys, r->s0, MBK_STAGE_VELOCITY) < 0) return app_fail("realizing the initial State");
     r->t0 = app_now();
     r->ig = app_integrator_start(m->sys, o->integrator, o->accuracy, o->step, o->max_steps, r->s0);
@@ -413,13 +441,11 @@ static int start_fresh(run_ctx *r)
     return APP_OK;
 }
 
-/* The energy's drift and scale over the samples from `from` on. */
+/* The energy's drift over the samples from `from` on. */
 static void track_energy(run_ctx *r, long from)
 {
-    for (long j = from; j < r->ser.n; ++j) {
+    for (long j = from; j < r->ser.n; ++j)
         r->max_drift = fmax(r->max_drift, fabs(r->ser.ke[j] + r->ser.pe[j] - r->e0));
-        r->e_scale = fmax(r->e_scale, fabs(r->ser.ke[j]) + fabs(r->ser.pe[j]));
-    }
 }
 
 /* Sample k's time reached: say why not, or sample it. */
@@ -488,39 +514,40 @@ static void print_summary(const run_ctx *r, const app_stats *st, int status)
     const app_series *ser = &r->ser;
     const mbk_matter *mt = mbk_multibody_get_matter(m->sys);
     const double t_end = ser->t[ser->n - 1], e_end = ser->ke[ser->n - 1] + ser->pe[ser->n - 1], e0 = r->e0;
-    printf("mbk %s: %s %s\n", mbk_version(), status ? "simulation stopped early:" : "simulated", m->spec);
-    printf("  model        %s\n", m->title);
-    if (r->pose_note[0]) printf("  start        %s\n", r->pose_note);
-    printf("  size         %d bod%s + Ground, nq = %d, nu = %d, %d constraint%s, %.6g kg\n", m->n_bodies - 1,
+    fprintf(r->say, "mbk %s: %s %s\n", mbk_version(), status ? "simulation stopped early:" : "simulated", m->spec);
+    fprintf(r->say, "  model        %s\n", m->title);
+    if (r->pose_note[0]) fprintf(r->say, "  start        %s\n", r->pose_note);
+    fprintf(r->say, "  size         %d bod%s + Ground, nq = %d, nu = %d, %d constraint%s, %.6g kg\n", m->n_bodies - 1,
            m->n_bodies == 2 ? "y" : "ies", ser->nq, ser->nu, mbk_matter_get_num_constraints(mt),
            mbk_matter_get_num_constraints(mt) == 1 ? "" : "s", mbk_matter_get_total_mass(mt));
-    printf("  integrator   %s", st->integrator);
+    fprintf(r->say, "  integrator   %s", st->integrator);
     mbk_integrator_settings set = {.accuracy = o->accuracy, .fixed_step = o->step};
     if (app_integrator_library(r->ig)) mbk_integrator_get_settings(app_integrator_library(r->ig), &set); /* resumed: the file's */
-    if (st->integrated && set.fixed_step > 0) printf(", fixed step %g s", set.fixed_step);
-    else if (st->integrated) printf(", accuracy %g (error-controlled steps)", set.accuracy);
-    printf("\n");
-    printf("  steps        %ld taken, %ld attempted (%ld rejected by the error test), %ld ydot evaluations",
+    if (st->integrated && set.fixed_step > 0) fprintf(r->say, ", fixed step %g s", set.fixed_step);
+    else if (st->integrated) fprintf(r->say, ", accuracy %g (error-controlled steps)", set.accuracy);
+    fprintf(r->say, "\n");
+    fprintf(r->say, "  steps        %ld taken, %ld attempted (%ld rejected by the error test), %ld ydot evaluations",
            st->steps, st->attempts, st->rejected, st->rhs);
-    if (st->integrated) printf(", %ld projections", st->projections);
-    if (st->convergence_failures) printf(", %ld convergence failures", st->convergence_failures);
-    printf("\n");
-    printf("  time         0 -> %g s\n", t_end);
+    if (st->integrated) fprintf(r->say, ", %ld projections", st->projections);
+    if (st->convergence_failures) fprintf(r->say, ", %ld convergence failures", st->convergence_failures);
+    fprintf(r->say, "\n");
+    fprintf(r->say, "  time         0 -> %g s\n", t_end);
     /* a relative drift only means something when E(0) is not tiny next to the energies involved */
     char relative[64] = "";
-    if (fabs(e0) > 1e-6 * r->e_scale && fabs(e0) > 0)
+    /* against the energies at the start (not the run's: a run that blew up has huge ones) */
+    if (fabs(e0) > 1e-6 * (fabs(ser->ke[0]) + fabs(ser->pe[0])) && fabs(e0) > 0)
         snprintf(relative, sizeof relative, " (%.2e relative)", fabs(e_end - e0) / fabs(e0));
-    printf("  energy       E(0) = %.10g J, E(end) = %.10g J: drift %.3e J%s, max |E - E(0)| %.3e J%s%s\n",
+    fprintf(r->say, "  energy       E(0) = %.10g J, E(end) = %.10g J: drift %.3e J%s, max |E - E(0)| %.3e J%s%s\n",
            e0, e_end, e_end - e0, relative, r->max_drift,
            relative[0] ? "" : "\n               (no relative drift: E(0) is too near 0 to divide by)",
            m->dissipative ? "\n               (the model has dampers, stops, friction or contact: energy is not conserved)"
                           : "");
     print_dissipation(m, app_integrator_state(r->ig), e0, e_end);
-    printf("  wall time    %.3f s, real-time factor %.3g (simulated s per wall s)\n", r->wall,
+    fprintf(r->say, "  wall time    %.3f s, real-time factor %.3g (simulated s per wall s)\n", r->wall,
            r->wall > 0 ? (t_end - r->t_begin) / r->wall : INFINITY);
-    if (o->resume) printf("  resumed      from %s at t = %.10g s\n", o->resume, r->rs.t);
+    if (o->resume) fprintf(r->say, "  resumed      from %s at t = %.10g s\n", o->resume, r->rs.t);
     if (r->checkpoints)
-        printf("  checkpoint   %s (%d written, the last at t = %.10g s)\n", o->checkpoint, r->checkpoints,
+        fprintf(r->say, "  checkpoint   %s (%d written, the last at t = %.10g s)\n", o->checkpoint, r->checkpoints,
                r->t_checkpoint);
 }
 
@@ -535,7 +562,7 @@ static int write_outputs(const run_ctx *r, const app_stats *st, int status)
             fprintf(stderr, "mbk run: cannot write %s: %s\n", o->output, strerror(errno));
             if (!status) status = APP_OUTPUT;
         } else {
-            printf("  trajectory   %s (%ld rows: t, %d q, %d u, energy)\n", o->output, r->ser.n, r->ser.nq,
+            fprintf(r->say, "  trajectory   %s (%ld rows: t, %d q, %d u, energy)\n", o->output, r->ser.n, r->ser.nq,
                    r->ser.nu);
         }
     }
@@ -547,7 +574,7 @@ static int write_outputs(const run_ctx *r, const app_stats *st, int status)
             fprintf(stderr, "mbk run: cannot write %s: %s\n", o->plot, strerror(errno));
             if (!status) status = APP_OUTPUT;
         } else {
-            printf("  plot         %s\n", o->plot);
+            fprintf(r->say, "  plot         %s\n", o->plot);
         }
     }
     if (o->html && strcmp(o->html, "none")) {
@@ -558,10 +585,19 @@ static int write_outputs(const run_ctx *r, const app_stats *st, int status)
             fprintf(stderr, "mbk %s: --html: %s\n", ri.command, err);
             if (!status) status = APP_OUTPUT;
         } else {
-            printf("  viewer       %s (open it in a browser)\n", o->html);
+            fprintf(r->say, "  viewer       %s (open it in a browser)\n", o->html);
         }
     }
     return status;
+}
+
+/* Whether path is where standard output goes (--html /dev/stdout, or the file standard
+   output is redirected to): the summary must not be written into it. */
+static bool is_stdout(const char *path)
+{
+    struct stat a, b;
+    return path && strcmp(path, "none") && fstat(STDOUT_FILENO, &b) == 0 && stat(path, &a) == 0 &&
+           a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 static int cmd_run(const run_options *o)
@@ -569,6 +605,8 @@ static int cmd_run(const run_options *o)
     run_ctx r;
     memset(&r, 0, sizeof r);
     r.o = o;
+    r.say = is_stdout(o->output) || is_stdout(o->plot) || is_stdout(o->html) || is_stdout(o->checkpoint) ? stderr
+                                                                                                       : stdout;
     r.rs = (app_resumed){.k_first = 1, .interval = o->interval, .meta = {.t0 = NAN, .e0 = NAN}};
     r.t_checkpoint = NAN;
     int status = app_model_load(o->model, &o->mo, &r.m);

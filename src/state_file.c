@@ -6,7 +6,7 @@
  * in the writer's byte order (recorded by the byte-order mark); every
  * multi-byte field is read with memcpy (the byte streams of
  * src/checkpoint_bytes.c), so an image needs no alignment. */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* POSIX 2008 with realpath */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -216,6 +217,32 @@ static void sync_parent(const char *path)
     close(fd);
 }
 
+/* The file the symlink at link names (made or not yet; a relative target is beside the
+   link) into out: false if it cannot be read. */
+static bool link_target(const char *link, char *out, size_t cap)
+{
+    if (cap >= 4096 && realpath(link, out)) return true;
+    char t[4096];
+    ssize_t n = readlink(link, t, sizeof t - 1);
+    if (n < 0) return false;
+    t[n] = '\0';
+    const char *slash = strrchr(link, '/');
+    int k = t[0] == '/' || !slash ? snprintf(out, cap, "%s", t)
+                                  : snprintf(out, cap, "%.*s/%s", (int)(slash - link), link, t);
+    return k > 0 && (size_t)k < cap;
+}
+
+/* Into a path that is not a regular file (a FIFO, a device): written in place. */
+static int write_in_place(const char *path, const void *data, size_t size)
+{
+    int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd < 0) return io_error("open", path, errno);
+    const char *step = write_all(fd, data, size) != 0 ? "write" : NULL;
+    int err = errno;
+    if (close(fd) != 0 && !step) step = "close", err = errno;
+    return step ? io_error(step, path, err) : MBK_OK;
+}
+
 int mbk_checkpoint_write_file(const char *path, const void *data, size_t size)
 {
     static atomic_uint counter;
@@ -224,6 +251,10 @@ int mbk_checkpoint_write_file(const char *path, const void *data, size_t size)
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return mbk_set_error(MBK_EIO, "cannot write '%s': it is a directory; give a file name", path);
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return write_in_place(path, data, size);
+    /* a symlink's target gets the new file: renaming over the link would replace the link */
+    char target[4096];
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && link_target(path, target, sizeof target)) path = target;
     size_t len = strlen(path) + 48;
     char *tmp = mbk_malloc(len);
     if (!tmp) return MBK_ENOMEM;

@@ -3,8 +3,10 @@
 # every rank stops, none hangs, and the exit status and rank 0's message say what
 # happened (docs/cli.md: 4 when the output cannot be written). Each mpirun runs
 # under `timeout`, so a rank left waiting is a failure here, not a stuck test.
-#   - rank 0's output fills up part-way (/dev/full): 4, "cannot write"
-#   - rank 0's output cannot be created: 4, nothing run
+#   - rank 0's output fills up part-way (a file size limit on rank 0 alone,
+#     set by a wrapper in mpirun's MPMD form): 4, "cannot write"
+#   - rank 0's output cannot be created: 4, nothing run; it is not a regular
+#     file (/dev/full): 2, nothing run
 #   - the last rank cannot load its model, or has a bad option (mpirun's
 #     MPMD form gives it other arguments): that rank's status (3, 2), its
 #     message named with its rank by rank 0, nothing written
@@ -26,11 +28,21 @@ run() {
   [ $rc -eq 124 ] && echo "FAIL: $name hung (killed after 30 s)" >&2
 }
 
+# rank0_limited PROGRAM ARGS...: PROGRAM with files limited to 16 KiB (its writes past
+# that fail with EFBIG; SIGXFSZ ignored, so they fail rather than kill it)
+printf '#!/bin/sh\ntrap "" XFSZ\nulimit -f 16\nexec "$@"\n' > rank0_limited
+chmod +x rank0_limited
+
 for np in 2 3; do
   last=$((np - 1))
-  run full$np "${mpi[@]}" -np $np "$mbk" sweep builtin:chain:3 "${opts[@]}" --output /dev/full
+  run full$np "${mpi[@]}" -np 1 ./rank0_limited "$mbk" sweep builtin:chain:3 "${opts[@]}" --output full$np.csv \
+    : -np $last "$mbk" sweep builtin:chain:3 "${opts[@]}" --output full$np.csv
   check test $rc -eq 4
-  check grep -q 'mbk sweep: cannot write /dev/full' full$np.err
+  check grep -q "mbk sweep: cannot write full$np.csv: File too large" full$np.err
+
+  run dev$np "${mpi[@]}" -np $np "$mbk" sweep builtin:chain:3 "${opts[@]}" --output /dev/full
+  check test $rc -eq 2
+  check grep -q 'mbk sweep: --output /dev/full is not a regular file' dev$np.err
 
   run nodir$np "${mpi[@]}" -np $np "$mbk" sweep builtin:chain:3 "${opts[@]}" --output /dev/null/x/out.csv
   check test $rc -eq 4

@@ -110,7 +110,8 @@ int mbk_checkpoint_pack(uint32_t kind, uint64_t fingerprint, const void *payload
 int mbk_checkpoint_unpack(const void *buf, size_t size, uint32_t kind, const uint64_t *fingerprint,
                           const void **payload, size_t *n);
 /* Write size bytes to path atomically (temporary file in the same directory,
-   fsync, rename, fsync of the directory). MBK_EIO with the reason on failure. */
+   fsync, rename, fsync of the directory; a symlink's target is replaced, not the
+   link; a FIFO or device is written in place). MBK_EIO with the reason on failure. */
 int mbk_checkpoint_write_file(const char *path, const void *data, size_t size);
 /* Read a whole checkpoint file into *data (allocated with mbk_malloc; free it
    with mbk_free). Refuses (MBK_EIO) what is not a regular file, and (MBK_EPARSE)
