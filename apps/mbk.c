@@ -303,11 +303,20 @@ static int parse_options(const char *cmd, int argc, char **argv, run_options *o)
     if (!strcmp(cmd, "view")) /* a short run, shown: only the page unless told */
         o->view = true, o->t_final = 2, o->output = "none", o->plot = "none", o->html = "mbk-out/view.html";
     bool min_inertia_given = false;
+    const char *optional_before = NULL; /* the option with an optional number just before the model */
     for (int i = 0; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (a[0] != '-' || !strcmp(a, "-")) {
+            if (o->model && optional_before) { /* "--ground abc model.urdf": abc was no number */
+                fprintf(stderr, "mbk %s: more than one model given ('%s' and '%s'); %s takes an optional number, "
+                        "and '%s' is not one (see mbk --help)\n", cmd, o->model, a, optional_before, o->model);
+                return APP_USAGE;
+            }
             if (o->model) return usage_error(cmd, "more than one model given ('%s')", a);
             o->model = a;
+            const char *prev = i > 0 ? argv[i - 1] : "";
+            optional_before = !strcmp(prev, "--ground") || !strcmp(prev, "--min-mass") ||
+                                      !strcmp(prev, "--min-inertia") ? prev : NULL;
             continue;
         }
         bool takes = false;

@@ -195,6 +195,8 @@ int main(int argc, char **argv)
     expect_usage_error("run builtin:chain:0", "N must be an integer");
     expect_usage_error("run builtin:nothing", "unknown built-in model");
     expect_usage_error("run builtin:chain:2 builtin:chain:3", "more than one model");
+    /* a word after an option whose number is optional is the model: said when two result */
+    expect_usage_error("info --ground abc builtin:chain:2", "--ground takes an optional number, and 'abc' is not one");
     expect_usage_error("info --t-final 1", "unknown option '--t-final'");
     expect_usage_error("bench --time 0", "--time must be in (0, 60]");
 
