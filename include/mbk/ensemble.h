@@ -123,6 +123,7 @@ int mbk_ensemble_get_member_stats(const mbk_ensemble *e, int member, mbk_integra
 /* During a done or pack call for `member`: the State its init callback filled,
    realized to Velocity when that succeeded (for initial energies); NULL otherwise. */
 const mbk_state *mbk_ensemble_get_member_initial_state(const mbk_ensemble *e, int member);
+/* Free the ensemble (NULL is fine); the System stays. */
 void mbk_ensemble_destroy(mbk_ensemble *e);
 
 /* ---- distributing members yourself (MPI, a job queue) ---------------------

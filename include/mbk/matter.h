@@ -5,9 +5,11 @@
  * Ground is body 0; bodies are numbered in the order they are added and a
  * parent is added before its children. q and u are concatenated in body
  * order. Realization: Position computes body poses (q-only work), Velocity
- * body velocities and qdot, Dynamics the articulated-body inertias (kept
- * while only u or z change) and Acceleration udot by the O(n)
- * articulated-body algorithm, body accelerations and qdotdot. Every reader
+ * body velocities and qdot, Dynamics zeroes the force accumulators, and
+ * Acceleration udot by the O(n) articulated-body algorithm, body
+ * accelerations and qdotdot; the articulated-body inertias are a lazy entry
+ * that depends on q alone, computed at Acceleration or by M^-1 v and kept
+ * while only u or z change. Every reader
  * names the stage it needs and fails with MBK_ESTAGE below it. */
 #ifndef MBK_MATTER_H
 #define MBK_MATTER_H

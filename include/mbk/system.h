@@ -94,7 +94,8 @@ const mbk_state *mbk_system_get_default_state(const mbk_system *sys);
 /* Realize s up to `stage` (Topology..Report); MBK_OK if already there. Checks
    that t, q, u, z are finite before Time, Position, Velocity, Dynamics
    (MBK_ENOTFINITE). An op's positive return becomes MBK_ERETRY, a negative mbk
-   status passes through, any other negative value becomes MBK_EUSER; after a
+   status it recorded with mbk_set_error passes through, any other negative value
+   becomes MBK_EUSER; after a
    failure at stage g every subsystem is back at g - 1, ready for a retry. */
 int mbk_system_realize(const mbk_system *sys, mbk_state *s, mbk_stage stage);
 /* MBK_OK if s belongs to this System's current topology, else MBK_ESTALE with a message. */
