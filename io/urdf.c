@@ -243,6 +243,13 @@ static const char *attr(const XML_Char **a, const char *name)
 
 static int is_space(char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; }
 
+/* Whether a number is C's hexadecimal form: [+-]0x... */
+static bool is_hex(const char *tok)
+{
+    if (*tok == '+' || *tok == '-') ++tok;
+    return tok[0] == '0' && (tok[1] == 'x' || tok[1] == 'X');
+}
+
 /* Parse exactly n finite numbers separated by white space from attribute
    `name` (text); 0 on success, else the error is recorded. */
 static int parse_numbers(ur_ctx *c, long line, const char *where, const char *name, const char *text,
@@ -265,6 +272,10 @@ static int parse_numbers(ur_ctx *c, long line, const char *where, const char *na
         double v = strtod(tok, &end);
         if (end != tok + len)
             return fail(c, MBK_EPARSE, line, where, "%s=\"%.80s\": '%s' is not a number", name, text, tok);
+        /* strtod reads C's hexadecimal floats, URDF (urdfdom) does not: a file must mean one thing */
+        if (is_hex(tok))
+            return fail(c, MBK_EPARSE, line, where, "%s=\"%.80s\": '%s' is a hexadecimal number, which URDF does "
+                        "not have; write it in decimal (%.17g)", name, text, tok, v);
         if (!isfinite(v))
             return fail(c, MBK_EPARSE, line, where, "%s=\"%.80s\": '%s' is not a finite number", name, text,
                         tok);
@@ -583,7 +594,8 @@ static void ur_free(void *p) { mbk_free(p); }
 static int parse_xml(ur_ctx *c, const char *text, size_t len)
 {
     XML_Memory_Handling_Suite mem = {ur_malloc, ur_realloc, ur_free};
-    c->parser = XML_ParserCreate_MM("UTF-8", &mem, NULL);
+    /* NULL: the document's encoding declaration or BOM decides (UTF-8 without either) */
+    c->parser = XML_ParserCreate_MM(NULL, &mem, NULL);
     if (!c->parser) return fail(c, MBK_ENOMEM, 0, NULL, "cannot create the XML parser (out of memory)");
     XML_SetUserData(c->parser, c);
     XML_SetElementHandler(c->parser, on_start, on_end);
@@ -597,9 +609,12 @@ static int parse_xml(ur_ctx *c, const char *text, size_t len)
         if (XML_Parse(c->parser, text + done, (int)n, final) != XML_STATUS_OK) {
             if (!c->fatal) {
                 enum XML_Error e = XML_GetErrorCode(c->parser);
-                char m[200];
-                snprintf(m, sizeof m, "malformed XML at column %ld: %s",
-                         (long)XML_GetCurrentColumnNumber(c->parser) + 1, XML_ErrorString(e));
+                char m[300];
+                /* an encoding expat lacks: say which it has, so the file can be converted */
+                snprintf(m, sizeof m, "malformed XML at column %ld: %s%s",
+                         (long)XML_GetCurrentColumnNumber(c->parser) + 1, XML_ErrorString(e),
+                         e == XML_ERROR_UNKNOWN_ENCODING ? " (the encodings read are UTF-8, UTF-16, ISO-8859-1 and "
+                                                           "US-ASCII; convert the file to UTF-8)" : "");
                 fail_fatal(c, MBK_EPARSE, (long)XML_GetCurrentLineNumber(c->parser), NULL, m);
             }
             break;
@@ -721,6 +736,33 @@ static int check_mimic(ur_ctx *c, const name_ix *jix)
     return c->status ? -1 : 0;
 }
 
+/* The shortest axis taken as a direction: below it, an axis is refused as none. */
+#define UR_MIN_AXIS 1e-12
+
+/* Make joint j's axis unit length; 0, or -1 with the error recorded for a too-short one. */
+static int normalize_axis(ur_ctx *c, ur_joint *j)
+{
+    double *a = j->axis;
+    /* scaled by the largest component first: squares of 1e200 overflow, of 1e-200 underflow */
+    double big = fmax(fabs(a[0]), fmax(fabs(a[1]), fabs(a[2])));
+    double x = big > 0 ? a[0] / big : 0, y = big > 0 ? a[1] / big : 0, z = big > 0 ? a[2] / big : 0;
+    double n = big * sqrt(x * x + y * y + z * z);
+    where_buf w;
+    const char *wh = where_in(&w, "axis", "joint", str(c, j->name));
+    long line = j->axis_line ? j->axis_line : j->line;
+    if (n > UR_MIN_AXIS) {
+        for (int k = 0; k < 3; ++k) a[k] /= n;
+        return 0;
+    }
+    if (n == 0)
+        fail(c, MBK_EPARSE, line, wh, "the axis has zero length; give the joint's direction (any length above %g: "
+             "it is normalized)", UR_MIN_AXIS);
+    else
+        fail(c, MBK_EPARSE, line, wh, "the axis has length %.3g, not above %g, the shortest taken as a direction; "
+             "give the joint's direction (any length above that: it is normalized)", n, UR_MIN_AXIS);
+    return -1;
+}
+
 /* Resolve links of joints, parents, roots, cycles and mimic references; every
    problem of a kind is recorded before giving up. */
 static int check_robot(ur_ctx *c, const name_ix *lix, const name_ix *jix, int *root_out)
@@ -757,15 +799,9 @@ static int check_robot(ur_ctx *c, const name_ix *lix, const name_ix *jix, int *r
             continue;
         }
         ch->parent_joint = i;
-        if (j->type == J_REVOLUTE || j->type == J_CONTINUOUS || j->type == J_PRISMATIC || j->type == J_PLANAR) {
-            double n = sqrt(j->axis[0] * j->axis[0] + j->axis[1] * j->axis[1] + j->axis[2] * j->axis[2]);
-            if (!(n > 1e-12)) {
-                fail(c, MBK_EPARSE, j->axis_line ? j->axis_line : j->line,
-                     where_in(&w, "axis", "joint", str(c, j->name)), "the axis has zero length");
-                continue;
-            }
-            for (int k = 0; k < 3; ++k) j->axis[k] /= n;
-        }
+        if ((j->type == J_REVOLUTE || j->type == J_CONTINUOUS || j->type == J_PRISMATIC || j->type == J_PLANAR) &&
+            normalize_axis(c, j))
+            continue;
     }
     if (c->status || c->fatal) return -1;
     if (check_mimic(c, jix)) return -1;
@@ -938,6 +974,21 @@ static int lib_fail(ur_ctx *c, long line, const char *where, const char *what)
 {
     int st = mbk_last_status();
     return fail(c, st < 0 ? st : MBK_EINVAL, line, where, "%s: %s", what, mbk_last_error());
+}
+
+int ur_name_force(mbk_forces *f, int e, const char *prefix, const char *name)
+{
+    /* most names fit on the stack; a longer one is copied whole to the heap */
+    char small[128];
+    size_t np = strlen(prefix), nn = strlen(name);
+    char *buf = np + nn + 2 <= sizeof small ? small : mbk_malloc(np + nn + 2);
+    if (!buf) return MBK_ENOMEM;
+    memcpy(buf, prefix, np);
+    buf[np] = ':';
+    memcpy(buf + np + 1, name, nn + 1);
+    int rc = mbk_force_set_name(f, e, buf);
+    if (buf != small) mbk_free(buf);
+    return rc;
 }
 
 /* Joint friction without options.friction_as_elements: one warning for all joints. */
@@ -1146,14 +1197,12 @@ static int add_bodies(ur_ctx *c, mbk_matter *m, const int *order, bool world, co
    dampers (friction false) or the Coulomb friction elements. */
 static int add_per_mobility(ur_ctx *c, mbk_forces *f, const ur_joint *j, int b, int nu, bool friction)
 {
-    char name[64];
     where_buf w;
-    snprintf(name, sizeof name, "%s:%s", friction ? "friction" : "damping", str(c, j->name));
     for (int k = 0; k < nu; ++k) {
         int e = friction ? mbk_force_add_mobility_coulomb_friction(f, b, k, j->friction,
                                                                     c->o->friction_transition_velocity)
                          : mbk_force_add_mobility_linear_damper(f, b, k, j->damping);
-        if (e < 0 || mbk_force_set_name(f, e, name) < 0)
+        if (e < 0 || ur_name_force(f, e, friction ? "friction" : "damping", str(c, j->name)) < 0)
             return lib_fail(c, j->dynamics_line, where_elem(&w, "joint", str(c, j->name)),
                             friction ? "adding the friction element" : "adding the damper");
     }
@@ -1171,10 +1220,9 @@ static int add_joint_elements(ur_ctx *c, mbk_matter *m, mbk_forces *f, const ur_
     const int nu = j->type == J_PLANAR ? 3 : j->type == J_FLOATING ? 6 : j->type == J_FIXED ? 0 : 1;
     if (o->limits_as_stops && j->limit_line && (j->type == J_REVOLUTE || j->type == J_PRISMATIC) &&
         j->lower < j->upper) {
-        char name[64];
         int k = mbk_force_add_mobility_linear_stop(f, b, 0, o->stop_stiffness, o->stop_dissipation, j->lower, j->upper);
-        snprintf(name, sizeof name, "limit:%s", str(c, j->name));
-        if (k < 0 || mbk_force_set_name(f, k, name) < 0) return lib_fail(c, j->limit_line, wj, "adding the limit stop");
+        if (k < 0 || ur_name_force(f, k, "limit", str(c, j->name)) < 0)
+            return lib_fail(c, j->limit_line, wj, "adding the limit stop");
     }
     if (j->limit_line && j->type == J_CONTINUOUS && j->lower < j->upper)
         ur_warn(c, j->limit_line, wj, "the limits of a continuous joint are ignored");

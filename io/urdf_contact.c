@@ -39,9 +39,7 @@ static int add_sphere(contact_ctx *k, const mbk_transform *X_LC, mbk_vec3 p, dou
 {
     mbk_vec3 center = mbk_transform_apply_point(*X_LC, p);
     int e = mbk_force_add_hunt_crossley_sphere(k->f, k->body, center, r, k->c->o->ground_height, k->params);
-    char name[64];
-    snprintf(name, sizeof name, "contact:%s", k->link);
-    if (e < 0 || mbk_force_set_name(k->f, e, name) < 0) {
+    if (e < 0 || ur_name_force(k->f, e, "contact", k->link) < 0) {
         int st = mbk_last_status();
         return ur_fail(k->c, st < 0 ? st : MBK_EINVAL, k->line, k->where, "adding the contact: %s", mbk_last_error());
     }

@@ -122,6 +122,8 @@ void ur_warn(ur_ctx *c, long line, const char *where, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
+/* Name force element e "prefix:name", whole (a cut name could collide with another's). */
+int ur_name_force(mbk_forces *f, int e, const char *prefix, const char *name);
 /* A joint's <origin> as a transform (X_PF before the axis is turned). */
 mbk_transform ur_origin_transform(const ur_origin *o);
 /* A link's <inertial> as mass properties in the link frame (zero when absent). */

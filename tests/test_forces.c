@@ -22,9 +22,12 @@
  *     own realize ops and variables (Position stage, and the documented caveat
  *     of a Dynamics-stage one). The arrays handed to calc_force are never NULL
  *     (nu == 0, nb == 1). An energy-only element flagged position-only.
- * (4) Enable/disable, per-State parameters and their stages, names, a second
- *     force subsystem, and the repulsion force subsystem of
+ * (4) Enable/disable, per-State parameters and their stages, names (of any
+ *     length), a second force subsystem, and the repulsion force subsystem of
  *     examples/repulsion.c against its custom-element twin (1e-14).
+ * (5) Many elements: realizing the Topology allocates as often for 300 as for
+ *     4 (one State allocation per element made it quadratic), and each element
+ *     keeps its own parameters, dissipated energy and cached forces.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mbk/mbk.h>
@@ -1172,6 +1175,7 @@ static void test_names(void)
     int g = MUST(add_kind(md.f, K_GRAVITY));
     int sp = MUST(add_kind(md.f, K_SPRING));
     int tq = MUST(add_kind(md.f, K_TORQUE));
+    CHECK(strcmp(mbk_force_get_name(md.f, tq), "") == 0); /* unnamed */
     MUST(mbk_force_set_name(md.f, g, "gravity"));
     MUST(mbk_force_set_name(md.f, sp, "hip spring"));
     CHECK_INT(mbk_force_find(md.f, "gravity"), g);
@@ -1180,18 +1184,26 @@ static void test_names(void)
     CHECK_INT(mbk_force_find(md.f, NULL), -1);
     CHECK_INT(mbk_force_find(NULL, "gravity"), -1);
     CHECK_INT(mbk_force_find(md.f, ""), -1);
-    /* Renaming; names are copied (up to 63 characters). */
+    /* Renaming; names are copied. */
     char buf[80] = "temporary";
     MUST(mbk_force_set_name(md.f, sp, buf));
     strcpy(buf, "changed");
     CHECK_INT(mbk_force_find(md.f, "temporary"), sp);
     CHECK_INT(mbk_force_find(md.f, "hip spring"), -1);
-    char longname[100];
-    memset(longname, 'x', sizeof longname - 1);
-    longname[sizeof longname - 1] = '\0';
-    MUST(mbk_force_set_name(md.f, g, longname));
-    longname[63] = '\0';
-    CHECK_INT(mbk_force_find(md.f, longname), g);
+    /* Names of any length, whole: two that differ only at their end are two names (they
+       were cut to 63 characters and collided; a prefix of one is neither). */
+    char a[301], b[301];
+    memset(a, 'x', 300);
+    a[300] = '\0';
+    memcpy(b, a, sizeof a);
+    a[299] = 'A', b[299] = 'B';
+    MUST(mbk_force_set_name(md.f, g, a));
+    MUST(mbk_force_set_name(md.f, tq, b));
+    CHECK_INT(mbk_force_find(md.f, a), g);
+    CHECK_INT(mbk_force_find(md.f, b), tq);
+    CHECK(strcmp(mbk_force_get_name(md.f, g), a) == 0 && strcmp(mbk_force_get_name(md.f, tq), b) == 0);
+    a[63] = '\0';
+    CHECK_INT(mbk_force_find(md.f, a), -1);
     /* Names can be set after the topology is realized: they are not in the State. */
     MUST(mbk_system_realize_topology(md.sys));
     mbk_state *s = new_state(&md);
@@ -1202,6 +1214,117 @@ static void test_names(void)
     MUST(mbk_system_realize(md.sys, s, MBK_STAGE_POSITION));
     mbk_state_destroy(s);
     mbk_system_destroy(md.sys);
+}
+
+/* ---- many elements: one State allocation each for all of them ---- */
+
+/* Chain with `rounds` rounds of elements on its five coordinates: a spring, a damper,
+   a Coulomb friction (its dissipated energy is a z) and a custom pull, each with its own
+   numbers; the pulls position-only when cached. */
+static void build_many(model *md, int rounds, pull *pulls, bool cached)
+{
+    build_chain(md, "many elements");
+    for (int i = 0; i < rounds; ++i) {
+        int b = 1 + i % 5;
+        MUST(mbk_force_add_mobility_linear_spring(md->f, b, 0, 1.0 + 0.01 * i, 0.1 - 0.001 * i));
+        MUST(mbk_force_add_mobility_linear_damper(md->f, b, 0, 0.2 + 0.003 * i));
+        MUST(mbk_force_add_mobility_coulomb_friction(md->f, b, 0, 0.3 + 0.002 * i, 0.05 + 0.001 * i));
+        pulls[i] = (pull){.k = 0.5 + 0.01 * i, .var = -1};
+        mbk_force_ops ops = pull_ops(cached);
+        MUST(mbk_force_add_custom(md->f, &ops, &pulls[i]));
+    }
+}
+
+/* Allocations that realizing the Topology of build_many(rounds) makes. */
+static long topology_allocations(int rounds, pull *pulls)
+{
+    model md;
+    build_many(&md, rounds, pulls, true);
+    long before = mbk_get_allocation_count();
+    MUST(mbk_system_realize_topology(md.sys));
+    long n = mbk_get_allocation_count() - before;
+    mbk_system_destroy(md.sys);
+    return n;
+}
+
+/* Every element's parameters live in one discrete variable, the dissipated energies in one
+   z allocation and the position-only forces in one cache entry: realizing Topology
+   allocates as often for 300 elements as for 3 (one State rebuild per element made
+   loading a robot quadratic), and each element still has its own values. */
+static void test_many_elements(void)
+{
+    enum { R = 75 };
+    static pull pa[R], pb[R];
+    CHECK_INT(topology_allocations(R, pa), topology_allocations(1, pa));
+    model a, b; /* a: pulls position-only (cached), b: not */
+    build_many(&a, R, pa, true);
+    build_many(&b, R, pb, false);
+    MUST(mbk_system_realize_topology(a.sys));
+    MUST(mbk_system_realize_topology(b.sys));
+    mbk_state *sa = new_state(&a), *sb = new_state(&b);
+    int k = mbk_forces_get_subsystem_index(a.f);
+    CHECK_INT(mbk_state_get_num_discrete(sa, k), 2); /* enabled flags, parameters */
+    CHECK_INT(mbk_state_get_num_cache(sa, k), 1);    /* the pulls' forces */
+    /* each element's defaults; setting one changes it alone */
+    double v[2];
+    for (int i = 0; i < R; ++i) {
+        MUST(mbk_force_get_parameters(a.f, sa, 4 * i, v, 2));
+        CHECK(v[0] == 1.0 + 0.01 * i && v[1] == 0.1 - 0.001 * i);
+        MUST(mbk_force_get_parameters(a.f, sa, 4 * i + 1, v, 1));
+        CHECK(v[0] == 0.2 + 0.003 * i);
+        MUST(mbk_force_get_parameters(a.f, sa, 4 * i + 2, v, 2));
+        CHECK(v[0] == 0.3 + 0.002 * i && v[1] == 0.05 + 0.001 * i);
+    }
+    const double c7[1] = {9.0};
+    MUST(mbk_force_set_parameters(a.f, sa, 4 * 7 + 1, c7, 1));
+    MUST(mbk_force_set_parameters(b.f, sb, 4 * 7 + 1, c7, 1));
+    MUST(mbk_force_get_parameters(a.f, sa, 4 * 6 + 1, v, 1));
+    CHECK(v[0] == 0.2 + 0.003 * 6);
+    MUST(mbk_force_get_parameters(a.f, sa, 4 * 8, v, 2));
+    CHECK(v[0] == 1.0 + 0.01 * 8 && v[1] == 0.1 - 0.001 * 8);
+    chain_state(&a, sa, 1.0);
+    chain_state(&b, sb, 1.0);
+    CHECK_INT(mbk_state_get_subsystem_nz(sa, k), R); /* one per friction element */
+    MUST(mbk_system_realize(a.sys, sa, MBK_STAGE_ACCELERATION));
+    MUST(mbk_system_realize(b.sys, sb, MBK_STAGE_ACCELERATION));
+    /* the cached pulls: each called once, the same forces as the uncached ones */
+    CHECK(same_forces(&a, sa, &b, sb));
+    int once = 1;
+    for (int i = 0; i < R; ++i) once &= pa[i].calls == 1 && pb[i].calls == 1;
+    CHECK(once);
+    /* a u change keeps every cached pull; a disabled one is not called after a q change */
+    const double u[5] = {0.3, -0.2, 0.1, 0.5, -0.4}, q[5] = {0.2, -0.1, 0.3, 0.25, -0.6};
+    MUST(mbk_state_set_u(sa, u, 5));
+    MUST(mbk_system_realize(a.sys, sa, MBK_STAGE_DYNAMICS));
+    MUST(mbk_force_set_enabled(a.f, sa, 4 * 3 + 3, false));
+    MUST(mbk_force_set_enabled(b.f, sb, 4 * 3 + 3, false));
+    MUST(mbk_state_set_u(sb, u, 5));
+    MUST(mbk_state_set_q(sa, q, 5));
+    MUST(mbk_state_set_q(sb, q, 5));
+    MUST(mbk_system_realize(a.sys, sa, MBK_STAGE_ACCELERATION));
+    MUST(mbk_system_realize(b.sys, sb, MBK_STAGE_ACCELERATION));
+    CHECK(same_forces(&a, sa, &b, sb));
+    int calls = 1;
+    for (int i = 0; i < R; ++i) calls &= pa[i].calls == (i == 3 ? 1 : 2);
+    CHECK(calls);
+    /* each friction element's z follows its own rate F u tanh(u / vt): one Euler step of 1 s from 0 */
+    const double *zdot = mbk_state_get_zdot(sa);
+    double rate[R];
+    if (!CHECK(zdot != NULL)) return;
+    for (int j = 0; j < R; ++j) rate[j] = zdot[mbk_state_get_subsystem_z_start(sa, k) + j];
+    double *z = mbk_state_upd_subsystem_z(sa, k);
+    for (int j = 0; j < R; ++j) z[j] = rate[j];
+    double worst = 0;
+    for (int i = 0; i < R; ++i) {
+        double w = -1, ui = u_of(&a, sa, 1 + i % 5, 0), F = 0.3 + 0.002 * i, vt = 0.05 + 0.001 * i;
+        MUST(mbk_force_get_dissipated_energy(a.f, sa, 4 * i + 2, &w));
+        worst = fmax(worst, fabs(w - F * ui * tanh(ui / vt)));
+    }
+    CHECK(worst < 1e-15);
+    mbk_state_destroy(sa);
+    mbk_state_destroy(sb);
+    mbk_system_destroy(a.sys);
+    mbk_system_destroy(b.sys);
 }
 
 static void test_second_subsystem(void)
@@ -1335,6 +1458,7 @@ int main(void)
     test_enable_disable();
     test_parameters();
     test_names();
+    test_many_elements();
     test_second_subsystem();
     test_repulsion();
     /* Placeholder: mbk_force_add_linear_bushing and mbk_force_add_hunt_crossley_sphere

@@ -172,7 +172,8 @@ static void test_force_parameter_names(void)
     mbk_force_add_constant_torque(fa, b, z);
     mbk_force_add_linear_bushing(fa, 0, &I, b, &I, k6, k6);
     mbk_force_add_hunt_crossley_sphere(fa, b, z, 0.1, 0, hc);
-    CHECK_INT(mbk_forces_get_num_elements(fa), 12);
+    mbk_force_add_mobility_coulomb_friction(fa, b, 0, 1, 0.1); /* once without names */
+    CHECK_INT(mbk_forces_get_num_elements(fa), 13);
     for (int i = 0; i < mbk_forces_get_num_elements(fa); ++i) {
         int n = mbk_force_get_num_parameters(fa, i);
         CHECK(n > 0);

@@ -1,7 +1,8 @@
 /* The URDF loader: names, options, the mapping of frames, axes and inertias
  * (checked against forward kinematics written out here from the URDF
  * definitions), floating bases, planar joints, mimic joints as constraints,
- * warnings, and large models. test_urdf_mujoco.c checks the dynamics against
+ * warnings, force elements of long names, encodings, axes of any finite
+ * length, and large models. test_urdf_mujoco.c checks the dynamics against
  * MuJoCo; test_urdf_errors.c every error path. */
 #include <math.h>
 #include <stdio.h>
@@ -407,11 +408,150 @@ static void test_warnings_and_strings(void)
     free(text);
 }
 
+/* ---- force elements of long names ---- */
+
+/* Index of the element named prefix:name (whole), or -1. */
+static int find_prefixed(const mbk_forces *f, const char *prefix, const char *name)
+{
+    char full[512];
+    snprintf(full, sizeof full, "%s:%s", prefix, name);
+    return mbk_force_find(f, full);
+}
+
+/* Two joints and two links whose long names differ only in their last byte: each has its
+   own limit:, damping: and contact: element (names were cut at 63 bytes and collided). */
+static void test_long_names(void)
+{
+    char stem[201], ja[210], jb[210], la[210], lb[210], xml[4096];
+    memset(stem, 'n', 200);
+    stem[200] = '\0';
+    snprintf(ja, sizeof ja, "joint_%s_A", stem), snprintf(jb, sizeof jb, "joint_%s_B", stem);
+    snprintf(la, sizeof la, "link_%s_A", stem), snprintf(lb, sizeof lb, "link_%s_B", stem);
+    const char *link = "<link name=\"%s\"><inertial><origin xyz=\"0 0 -0.5\"/><mass value=\"1\"/><inertia ixx=\"0.1\" "
+                       "iyy=\"0.1\" izz=\"0.1\" ixy=\"0\" ixz=\"0\" iyz=\"0\"/></inertial><collision><geometry>"
+                       "<sphere radius=\"0.05\"/></geometry></collision></link>\n";
+    const char *joint = "<joint name=\"%s\" type=\"revolute\"><parent link=\"%s\"/><child link=\"%s\"/><axis xyz=\"0 1 0\"/>"
+                        "<limit lower=\"%s\" upper=\"1\"/><dynamics damping=\"%s\"/></joint>\n";
+    int n = snprintf(xml, sizeof xml, "<robot name=\"long\"><link name=\"world\"/>\n");
+    n += snprintf(xml + n, sizeof xml - (size_t)n, link, la);
+    n += snprintf(xml + n, sizeof xml - (size_t)n, link, lb);
+    n += snprintf(xml + n, sizeof xml - (size_t)n, joint, ja, "world", la, "-1", "0.5");
+    n += snprintf(xml + n, sizeof xml - (size_t)n, joint, jb, la, lb, "-2", "0.7");
+    snprintf(xml + n, sizeof xml - (size_t)n, "</robot>\n");
+    mbk_urdf_options o = mbk_urdf_options_default();
+    o.ground_contact = true;
+    mbk_system *sys = NULL;
+    if (!CHECK(mbk_urdf_load_string(xml, &o, &sys) == MBK_OK)) {
+        fprintf(stderr, "  %s\n", mbk_last_error());
+        return;
+    }
+    const mbk_forces *f = mbk_multibody_get_forces(sys);
+    const mbk_state *s = mbk_system_get_default_state(sys);
+    int lim[2] = {find_prefixed(f, "limit", ja), find_prefixed(f, "limit", jb)};
+    int damp[2] = {find_prefixed(f, "damping", ja), find_prefixed(f, "damping", jb)};
+    int con[2] = {find_prefixed(f, "contact", la), find_prefixed(f, "contact", lb)};
+    CHECK(lim[0] >= 0 && lim[1] >= 0 && lim[0] != lim[1]);
+    CHECK(damp[0] >= 0 && damp[1] >= 0 && damp[0] != damp[1]);
+    CHECK(con[0] >= 0 && con[1] >= 0 && con[0] != con[1]);
+    if (lim[0] < 0 || lim[1] < 0 || damp[0] < 0 || damp[1] < 0 || con[0] < 0 || con[1] < 0) goto out;
+    /* each is its own joint's or link's */
+    double p[4];
+    CHECK(mbk_force_get_parameters(f, s, lim[0], p, 4) == MBK_OK && p[2] == -1 && p[3] == 1);
+    CHECK(mbk_force_get_parameters(f, s, lim[1], p, 4) == MBK_OK && p[2] == -2 && p[3] == 1);
+    CHECK(mbk_force_get_parameters(f, s, damp[0], p, 1) == MBK_OK && p[0] == 0.5);
+    CHECK(mbk_force_get_parameters(f, s, damp[1], p, 1) == MBK_OK && p[0] == 0.7);
+    const mbk_matter *m = mbk_multibody_get_matter(sys);
+    int body[2] = {-1, -1};
+    mbk_force_get_hunt_crossley_sphere(f, con[0], &body[0], NULL, NULL, NULL);
+    mbk_force_get_hunt_crossley_sphere(f, con[1], &body[1], NULL, NULL, NULL);
+    CHECK(body[0] == mbk_matter_find_body(m, la) && body[1] == mbk_matter_find_body(m, lb) && body[0] != body[1]);
+    char full[512];
+    snprintf(full, sizeof full, "limit:%s", jb);
+    CHECK(strcmp(mbk_force_get_name(f, lim[1]), full) == 0);
+out:
+    mbk_system_destroy(sys);
+}
+
+/* ---- encodings: the document's declaration decides ---- */
+
+/* A Latin-1 file (its declaration says ISO-8859-1; a link name and a comment have bytes
+   above 127) loads, its names reach the System as UTF-8; the same text from a string too,
+   and UTF-8 without a declaration stays the default. */
+static void test_encodings(void)
+{
+    mbk_system *sys = load("latin1_pendulum.urdf", NULL);
+    if (sys) {
+        const mbk_matter *m = mbk_multibody_get_matter(sys);
+        CHECK_INT(mbk_matter_find_body(m, "Gel\xc3\xa4nk"), 1); /* "Gelänk" in UTF-8 */
+        CHECK_INT(mbk_urdf_find_joint(sys, "Schwenkachse_\xc3\x9f"), 1);
+        CHECK(find_prefixed(mbk_multibody_get_forces(sys), "damping", "Schwenkachse_\xc3\x9f") >= 0);
+    }
+    mbk_system_destroy(sys);
+    const char *fmt = "%s<robot name=\"e\"><link name=\"world\"/><link name=\"%s\"><inertial><mass value=\"1\"/>"
+                      "<inertia ixx=\"1\" iyy=\"1\" izz=\"1\" ixy=\"0\" ixz=\"0\" iyz=\"0\"/></inertial></link>"
+                      "<joint name=\"j\" type=\"continuous\"><parent link=\"world\"/><child link=\"%s\"/></joint></robot>";
+    static const struct { const char *decl, *name; } doc[] = {
+        {"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>", "Arm\xe9"}, /* "Armé" in Latin-1 */
+        {"<?xml version=\"1.0\" encoding=\"UTF-8\"?>", "Arm\xc3\xa9"},
+        {"", "Arm\xc3\xa9"},                                             /* no declaration: UTF-8 */
+    };
+    for (int i = 0; i < 3; ++i) {
+        char xml[1024];
+        snprintf(xml, sizeof xml, fmt, doc[i].decl, doc[i].name, doc[i].name);
+        sys = NULL;
+        CHECK(mbk_urdf_load_string(xml, NULL, &sys) == MBK_OK);
+        CHECK(sys && mbk_matter_find_body(mbk_multibody_get_matter(sys), "Arm\xc3\xa9") == 1);
+        mbk_system_destroy(sys);
+    }
+}
+
+/* ---- axes of any finite length ---- */
+
+/* An axis of huge (1e200, 1e300) or small (1e-11) components is the same direction as
+   1 1 0: the poses equal the written-out rotation about (1, 1, 0)/sqrt 2 (the squares of
+   1e200 overflowed to a zero axis); one of length 4e-160 is refused as too short, saying
+   the threshold, not "zero length". */
+static void test_axis_scale(void)
+{
+    static const char *axes[] = {"1 1 0", "1e200 1e200 0", "-1e300 -1e300 0", "1e-11 1e-11 0", "3e-160 3e-160 0"};
+    for (int i = 0; i < 5; ++i) {
+        char xml[1024];
+        snprintf(xml, sizeof xml,
+                 "<robot name=\"a\"><link name=\"world\"/><link name=\"a\"><inertial><mass value=\"1\"/><inertia "
+                 "ixx=\"1\" iyy=\"1\" izz=\"1\" ixy=\"0\" ixz=\"0\" iyz=\"0\"/></inertial></link><joint name=\"j\" "
+                 "type=\"continuous\"><parent link=\"world\"/><child link=\"a\"/><axis xyz=\"%s\"/></joint></robot>",
+                 axes[i]);
+        mbk_system *sys = NULL;
+        int rc = mbk_urdf_load_string(xml, NULL, &sys);
+        if (!CHECK(rc == (i == 4 ? MBK_EPARSE : MBK_OK)))
+            fprintf(stderr, "  axis %s: %s\n", axes[i], mbk_last_error());
+        if (i == 4) CHECK(strstr(mbk_last_error(), "not above 1e-12") != NULL); /* 4e-160: too short */
+        if (!sys) continue;
+        mbk_state *s = mbk_state_create();
+        CHECK(mbk_state_init(s, sys) == MBK_OK && mbk_system_realize(sys, s, MBK_STAGE_MODEL) == MBK_OK);
+        double sign = axes[i][0] == '-' ? -1 : 1, e = 0;
+        for (int t = 0; t < 8; ++t) {
+            double q = -2.0 + 0.6 * t;
+            mbk_state_upd_q(s)[0] = q;
+            CHECK(mbk_system_realize(sys, s, MBK_STAGE_POSITION) == MBK_OK);
+            mbk_transform X;
+            mbk_matter_get_body_transform(mbk_multibody_get_matter(sys), s, 1, &X);
+            mbk_mat33 R = axis_angle(mbk_vec3_make(sign, sign, 0), q);
+            e = fmax(e, tf_diff(X, mbk_transform_make(R, mbk_vec3_zero())));
+        }
+        if (!CHECK(e < 1e-15)) fprintf(stderr, "  axis %s: poses differ by %g\n", axes[i], e);
+        mbk_state_destroy(s);
+        mbk_system_destroy(sys);
+    }
+}
+
 /* ---- a big input: a 20000-link chain (no recursion, no quadratic lookups) ---- */
+/* Every joint has limits, damping and friction, so the force subsystem has 3 N + 1
+   elements (realizing its Topology was quadratic in them: one State rebuild each). */
 static void test_large(void)
 {
     enum { N = 20000 };
-    size_t cap = (size_t)N * 400;
+    size_t cap = (size_t)N * 520;
     char *xml = malloc(cap), *p = xml;
     p += sprintf(p, "<robot name=\"chain\"><link name=\"world\"/>\n");
     for (int i = 0; i < N; ++i) {
@@ -420,15 +560,31 @@ static void test_large(void)
         else snprintf(parent, sizeof parent, "world");
         p += sprintf(p, "<link name=\"l%d\"><inertial><mass value=\"1\"/><inertia ixx=\"1\" iyy=\"1\" izz=\"1\" ixy=\"0\" "
                         "ixz=\"0\" iyz=\"0\"/></inertial></link>\n<joint name=\"j%d\" type=\"revolute\"><parent "
-                        "link=\"%s\"/><child link=\"l%d\"/><origin xyz=\"0 0 -1\"/><axis xyz=\"1 0 0\"/></joint>\n",
-                     i, i, parent, i);
+                        "link=\"%s\"/><child link=\"l%d\"/><origin xyz=\"0 0 -1\"/><axis xyz=\"1 0 0\"/><limit "
+                        "lower=\"-%d.5\" upper=\"1\"/><dynamics damping=\"%d\" friction=\"0.25\"/></joint>\n",
+                     i, i, parent, i, i % 7, 1 + i % 5);
     }
     p += sprintf(p, "</robot>\n");
+    mbk_urdf_options o = mbk_urdf_options_default();
+    o.friction_as_elements = true;
     mbk_system *sys = NULL;
-    CHECK(mbk_urdf_load_string(xml, NULL, &sys) == MBK_OK);
+    CHECK(mbk_urdf_load_string(xml, &o, &sys) == MBK_OK);
     if (sys) {
+        const mbk_forces *f = mbk_multibody_get_forces(sys);
         CHECK_INT(mbk_matter_get_num_bodies(mbk_multibody_get_matter(sys)), N + 1);
         CHECK_INT(mbk_urdf_find_joint(sys, "j19999"), N);
+        CHECK_INT(mbk_forces_get_num_elements(f), 3 * N + 1);
+        /* each element its own numbers, the last ones too */
+        double v[4];
+        CHECK(force_params(sys, "limit:j19999", v, 4) >= 0 && v[2] == -(19999 % 7) - 0.5 && v[3] == 1);
+        CHECK(force_params(sys, "damping:j19998", v, 1) >= 0 && v[0] == 1 + 19998 % 5);
+        CHECK(force_params(sys, "friction:j19997", v, 2) >= 0 && v[0] == 0.25);
+        mbk_state *s = mbk_state_create();
+        CHECK(mbk_state_init(s, sys) == MBK_OK && mbk_system_realize(sys, s, MBK_STAGE_MODEL) == MBK_OK);
+        CHECK_INT(mbk_state_get_nz(s), N); /* each friction element's dissipated energy */
+        double w = -1;
+        CHECK(mbk_force_get_dissipated_energy(f, s, mbk_force_find(f, "friction:j19999"), &w) == MBK_OK && w == 0);
+        mbk_state_destroy(s);
     }
     mbk_system_destroy(sys);
     free(xml);
@@ -444,6 +600,9 @@ int main(void)
     test_planar();
     test_mimic();
     test_warnings_and_strings();
+    test_long_names();
+    test_encodings();
+    test_axis_scale();
     test_large();
     return mbk_test_finish();
 }

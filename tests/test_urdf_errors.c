@@ -47,6 +47,8 @@ static const bad_case cases[] = {
     {"unclosed tag", HEAD WORLD "<link name=\"a\">\n</robot>\n", MBK_EPARSE, {":4:", "malformed XML", "mismatched tag"}},
     {"text after the root", HEAD WORLD "</robot>\n<robot/>\n", MBK_EPARSE, {":4:", "junk after document element"}},
     {"not UTF-8", "<robot name=\"\xff\xfe\"/>", MBK_EPARSE, {":1:", "malformed XML"}},
+    {"unknown encoding", "<?xml version=\"1.0\" encoding=\"Shift_JIS\"?>\n<robot/>\n", MBK_EPARSE,
+     {":1:", "unknown encoding", "convert the file to UTF-8"}},
     {"wrong root", "<?xml version=\"1.0\"?>\n<sdf/>\n", MBK_EPARSE, {":2:", "root element is <sdf>", "<robot>"}},
     {"no links", HEAD "</robot>\n", MBK_EPARSE, {":1:", "<robot>", "no <link>"}},
     {"link without name", HEAD "<link/>\n</robot>\n", MBK_EPARSE, {":2:", "<link>", "name is missing"}},
@@ -95,6 +97,13 @@ static const bad_case cases[] = {
      {":3:", "<mass> in <link name=\"a\">", "'nan' is not a finite number"}},
     {"infinite mass", HEAD "<link name=\"a\"><inertial>\n<mass value=\"1e999\"/></inertial></link>\n</robot>\n",
      MBK_EPARSE, {":3:", "not a finite number"}},
+    /* C's hexadecimal floats are no URDF numbers (urdfdom refuses them; strtod read 0x1p1 as 2) */
+    {"hexadecimal mass", HEAD "<link name=\"a\"><inertial>\n<mass value=\"0x1p1\"/><inertia ixx=\"1\" iyy=\"1\" izz=\"1\" "
+     "ixy=\"0\" ixz=\"0\" iyz=\"0\"/></inertial></link>\n</robot>\n",
+     MBK_EPARSE, {":3: <mass> in <link name=\"a\">", "value=\"0x1p1\": '0x1p1' is a hexadecimal number", "in decimal (2)"}},
+    {"hexadecimal origin", HEAD WORLD MASSIVE("a") "<joint name=\"j\" type=\"fixed\"><parent link=\"world\"/>"
+     "<child link=\"a\"/>\n<origin xyz=\"0 -0X10 0\"/></joint>\n</robot>\n", MBK_EPARSE,
+     {":5: <origin> in <joint name=\"j\">", "xyz=\"0 -0X10 0\": '-0X10' is a hexadecimal number", "(-16)"}},
     {"mass not a number", HEAD "<link name=\"a\"><inertial>\n<mass value=\"heavy\"/></inertial></link>\n</robot>\n",
      MBK_EPARSE, {":3:", "'heavy' is not a number"}},
     {"mass without value", HEAD "<link name=\"a\"><inertial>\n<mass/></inertial></link>\n</robot>\n", MBK_EPARSE,
@@ -117,6 +126,13 @@ static const bad_case cases[] = {
     {"zero axis", HEAD WORLD MASSIVE("a") "<joint name=\"j\" type=\"revolute\"><parent link=\"world\"/>"
      "<child link=\"a\"/>\n<axis xyz=\"0 0 0\"/></joint>\n</robot>\n", MBK_EPARSE,
      {":5:", "<axis> in <joint name=\"j\">", "zero length"}},
+    /* the threshold is said: a tiny axis was called "zero length" */
+    {"zero axis: threshold", HEAD WORLD MASSIVE("a") "<joint name=\"j\" type=\"revolute\"><parent link=\"world\"/>"
+     "<child link=\"a\"/>\n<axis xyz=\"0 0 0\"/></joint>\n</robot>\n", MBK_EPARSE,
+     {":5:", "zero length", "any length above 1e-12"}},
+    {"axis too short", HEAD WORLD MASSIVE("a") "<joint name=\"j\" type=\"prismatic\"><parent link=\"world\"/>"
+     "<child link=\"a\"/>\n<axis xyz=\"1e-13 0 0\"/></joint>\n</robot>\n", MBK_EPARSE,
+     {":5: <axis> in <joint name=\"j\">", "the axis has length 1e-13, not above 1e-12", "give the joint's direction"}},
     {"limits crossed", HEAD WORLD MASSIVE("a") "<joint name=\"j\" type=\"revolute\"><parent link=\"world\"/>"
      "<child link=\"a\"/>\n<limit lower=\"1\" upper=\"-1\"/></joint>\n</robot>\n", MBK_EPARSE,
      {":5:", "<limit> in <joint name=\"j\">", "lower limit 1 is above upper limit -1"}},

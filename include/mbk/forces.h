@@ -145,7 +145,7 @@ int mbk_force_set_parameters(const mbk_forces *f, mbk_state *s, int force, const
                              int n);
 /* Change a gravity element's g in the State (invalidates Dynamics). */
 int mbk_force_set_gravity(const mbk_forces *f, mbk_state *s, int force, mbk_vec3 g);
-/* Name an element (copied, up to 63 characters). */
+/* Name an element (copied whole, any length). */
 int mbk_force_set_name(mbk_forces *f, int force, const char *name);
 /* Index of the element with this name (-1 if none). */
 int mbk_force_find(const mbk_forces *f, const char *name);

@@ -435,11 +435,6 @@ static const int *enabled(const mbk_forces *f, const mbk_state *s)
     return mbk_state_get_discrete(s, f->sub, f->enabled_var);
 }
 
-static const double *params(const mbk_forces *f, const fe_elem *e, const mbk_state *s)
-{
-    return mbk_state_get_discrete(s, f->sub, e->param_var);
-}
-
 bool fe_element_is_numeric(const mbk_forces *f, int i)
 {
     const fe_elem *e = &f->elems[i];
@@ -451,7 +446,7 @@ mbk_vec3 fe_gravity_sum(const mbk_forces *f, const mbk_state *s)
     mbk_vec3 g = mbk_vec3_zero();
     const int *on = enabled(f, s);
     for (int i = 0; i < f->n; ++i)
-        if (on[i] && f->elems[i].kind == &fe_gravity) g = mbk_vec3_add(g, vec3_of(params(f, &f->elems[i], s)));
+        if (on[i] && f->elems[i].kind == &fe_gravity) g = mbk_vec3_add(g, vec3_of(fe_params(f, &f->elems[i], s)));
     return g;
 }
 
@@ -516,7 +511,7 @@ int fe_add_jacobians(const mbk_forces *f, const mbk_state *s, bool jacobians, do
             continue;
         }
         if (e->kind == &fe_gravity) continue;
-        const double *p = params(f, e, s);
+        const double *p = fe_params(f, e, s);
         if (e->kind == &fe_mob_spring || e->kind == &fe_mob_damper || e->kind == &fe_mob_stop ||
             e->kind == &fe_mob_constant) {
             if (jacobians) mobility_jac(e, p, m, s, 1.0, df_dq, ldq, df_du, ldu);

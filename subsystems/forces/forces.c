@@ -1,7 +1,9 @@
 /* The general force subsystem: an ordered list of force elements, their
  * per-State parameters and enabled flags, and the Dynamics-stage loop that
  * adds every enabled element's forces into matter's accumulators. */
+#include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -65,7 +67,7 @@ static fe_elem *append(mbk_forces *f)
     }
     fe_elem *e = &f->elems[f->n];
     memset(e, 0, sizeof *e);
-    e->param_var = e->cache = e->z = -1;
+    e->param_off = e->cache = e->z = -1;
     return e;
 }
 
@@ -80,7 +82,8 @@ int fe_add(mbk_forces *f, const fe_kind *kind, const fe_elem *where, const doubl
     *e = *where;
     e->kind = kind;
     e->impl = NULL;
-    e->param_var = e->cache = e->z = -1;
+    e->name = NULL;
+    e->param_off = e->cache = e->z = -1;
     memcpy(e->defaults, params, (size_t)kind->nparams * sizeof(double));
     return f->n++;
 }
@@ -116,6 +119,82 @@ static int custom_realize(const mbk_forces *f, const mbk_subsystem_ctx *c, mbk_s
     return 0;
 }
 
+/* One flag per element, all on, so enabling never re-lays out the State. */
+static int allocate_enabled(mbk_forces *f, int k, mbk_state *s)
+{
+    mbk_value_type flags = mbk_value_array_of_int(f->n > 0 ? f->n : 1);
+    int *on = mbk_calloc((size_t)(f->n > 0 ? f->n : 1), sizeof(int));
+    if (!on) return MBK_ENOMEM;
+    for (int i = 0; i < f->n; ++i) on[i] = 1;
+    f->enabled_var = mbk_state_allocate_discrete(s, k, MBK_STAGE_INSTANCE, &flags, on);
+    mbk_free(on);
+    return f->enabled_var < 0 ? f->enabled_var : MBK_OK;
+}
+
+/* Every built-in's parameters in one discrete variable, each at its param_off: each State
+   allocation rebuilds the whole State, so one per element made Topology quadratic. */
+static int allocate_params(mbk_forces *f, int k, mbk_state *s)
+{
+    int total = 0;
+    for (int i = 0; i < f->n; ++i) {
+        fe_elem *e = &f->elems[i];
+        e->param_off = e->kind ? total : -1;
+        if (e->kind && e->kind->nparams > INT_MAX - total)
+            return mbk_set_error(MBK_EINVAL, "force subsystem: the elements' parameters are more than %d doubles",
+                                 INT_MAX);
+        total += e->kind ? e->kind->nparams : 0;
+    }
+    double *init = mbk_malloc((size_t)(total > 0 ? total : 1) * sizeof(double));
+    if (!init) return MBK_ENOMEM;
+    for (int i = 0; i < f->n; ++i)
+        if (f->elems[i].kind)
+            memcpy(init + f->elems[i].param_off, f->elems[i].defaults,
+                   (size_t)f->elems[i].kind->nparams * sizeof(double));
+    mbk_value_type t = mbk_value_array_of_double(total > 0 ? total : 1);
+    f->param_var = mbk_state_allocate_discrete(s, k, MBK_STAGE_DYNAMICS, &t, init);
+    mbk_free(init);
+    return f->param_var < 0 ? f->param_var : MBK_OK;
+}
+
+/* The dissipated energies of all dissipating elements: one z allocation, from 0. */
+static int allocate_dissipated(mbk_forces *f, int k, mbk_state *s)
+{
+    int nz = 0;
+    for (int i = 0; i < f->n; ++i) nz += f->elems[i].kind && f->elems[i].kind->dissipation;
+    if (nz == 0) return MBK_OK;
+    int z0 = mbk_state_allocate_z(s, k, nz, NULL);
+    if (z0 < 0) return z0;
+    for (int i = 0; i < f->n; ++i)
+        if (f->elems[i].kind && f->elems[i].kind->dissipation) f->elems[i].z = z0++;
+    return MBK_OK;
+}
+
+/* Bytes of one slot of force_cache: an element's body forces, then its mobility forces. */
+static size_t cache_slot_bytes(const mbk_forces *f)
+{
+    return (size_t)f->nb * sizeof(mbk_spatial_vec) + (size_t)f->nu * sizeof(double);
+}
+
+/* Position-only custom elements' forces in one lazy cache entry: a slot per element, then
+   one int per slot saying whether the slot is computed since the entry was last realized. */
+static int allocate_force_cache(mbk_forces *f, int k, mbk_state *s)
+{
+    f->force_cache = -1;
+    f->ncached = 0;
+    for (int i = 0; i < f->n; ++i) {
+        fe_elem *e = &f->elems[i];
+        e->cache = !e->kind && e->ops.depends_only_on_positions && e->ops.calc_force ? f->ncached++ : -1;
+    }
+    if (f->ncached == 0) return MBK_OK;
+    size_t slot = cache_slot_bytes(f), n = (size_t)f->ncached;
+    if (slot > (SIZE_MAX / 2 - n * sizeof(int)) / n)
+        return mbk_set_error(MBK_EINVAL, "force subsystem: %d position-only custom elements on %d bodies need "
+                             "more cache memory than can be addressed", f->ncached, f->nb);
+    mbk_value_type t = mbk_value_bytes(n * slot + n * sizeof(int), 64);
+    f->force_cache = mbk_state_allocate_lazy_cache(s, k, MBK_STAGE_POSITION, &t, NULL);
+    return f->force_cache < 0 ? f->force_cache : MBK_OK;
+}
+
 static int fs_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
 {
     mbk_forces *f = impl;
@@ -125,34 +204,11 @@ static int fs_topology(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
     f->matter = m;
     f->nb = mbk_matter_get_num_bodies(m);
     f->nu = mbk_matter_get_num_mobilities(m);
-    /* One flag per element, all on, so enabling never re-lays out the State. */
-    mbk_value_type flags = mbk_value_array_of_int(f->n > 0 ? f->n : 1);
-    int *on = mbk_calloc((size_t)(f->n > 0 ? f->n : 1), sizeof(int));
-    if (!on) return MBK_ENOMEM;
-    for (int i = 0; i < f->n; ++i) on[i] = 1;
-    f->enabled_var = mbk_state_allocate_discrete(s, k, MBK_STAGE_INSTANCE, &flags, on);
-    mbk_free(on);
-    if (f->enabled_var < 0) return f->enabled_var;
-    for (int i = 0; i < f->n; ++i) {
-        fe_elem *e = &f->elems[i];
-        if (e->kind) {
-            mbk_value_type t = mbk_value_array_of_double(e->kind->nparams);
-            e->param_var = mbk_state_allocate_discrete(s, k, MBK_STAGE_DYNAMICS, &t, e->defaults);
-            if (e->param_var < 0) return e->param_var;
-            if (e->kind->dissipation) {
-                /* the energy it has dissipated, from 0 */
-                e->z = mbk_state_allocate_z(s, k, 1, NULL);
-                if (e->z < 0) return e->z;
-            }
-        } else if (e->ops.depends_only_on_positions && e->ops.calc_force) {
-            /* forces computed at most once per Position realization */
-            mbk_value_type t = mbk_value_bytes((size_t)f->nb * sizeof(mbk_spatial_vec) +
-                                               (size_t)(f->nu + 1) * sizeof(double), 64);
-            e->cache = mbk_state_allocate_lazy_cache(s, k, MBK_STAGE_POSITION, &t, NULL);
-            if (e->cache < 0) return e->cache;
-        }
-    }
-    return custom_realize(f, c, s, 0);
+    int rc = allocate_enabled(f, k, s);
+    if (rc == MBK_OK) rc = allocate_params(f, k, s);
+    if (rc == MBK_OK) rc = allocate_dissipated(f, k, s);
+    if (rc == MBK_OK) rc = allocate_force_cache(f, k, s);
+    return rc < 0 ? rc : custom_realize(f, c, s, 0);
 }
 
 static int fs_model(void *impl, const mbk_subsystem_ctx *c, mbk_state *s)
@@ -190,9 +246,9 @@ static const int *enabled_flags(const mbk_forces *f, const mbk_state *s)
 }
 
 /* An element's parameters in the State, unchecked as enabled_flags. */
-static const double *params_of(const mbk_forces *f, const fe_elem *e, const mbk_state *s)
+const double *fe_params(const mbk_forces *f, const fe_elem *e, const mbk_state *s)
 {
-    return st_disc_bytes(s, f->sub, e->param_var);
+    return (const double *)st_disc_bytes(s, f->sub, f->param_var) + e->param_off;
 }
 
 /* Status for an element's failure: >0 recoverable, a status it recorded, else MBK_EUSER. */
@@ -210,13 +266,21 @@ static int element_failure(const mbk_forces *f, int i, int rc, const char *what)
 static int cached_custom_force(const mbk_forces *f, const fe_elem *e, const mbk_force_ctx *c,
                                const mbk_state *s, mbk_spatial_vec *F, double *tau)
 {
-    mbk_spatial_vec *cF = mbk_state_upd_cache(s, f->sub, e->cache);
+    unsigned char *blob = mbk_state_upd_cache(s, f->sub, f->force_cache);
+    size_t slot = cache_slot_bytes(f);
+    int *done = (int *)(blob + (size_t)f->ncached * slot);
+    /* the entry went stale (Position changed): every slot must be computed anew */
+    if (!mbk_state_is_cache_realized(s, f->sub, f->force_cache)) {
+        memset(done, 0, (size_t)f->ncached * sizeof *done);
+        mbk_state_mark_cache_realized(s, f->sub, f->force_cache);
+    }
+    mbk_spatial_vec *cF = (mbk_spatial_vec *)(blob + (size_t)e->cache * slot);
     double *ctau = mt_mobility_forces(cF, f->nb);
-    if (!mbk_state_is_cache_realized(s, f->sub, e->cache)) {
-        memset(cF, 0, (size_t)f->nb * sizeof *cF + (size_t)f->nu * sizeof *ctau);
+    if (!done[e->cache]) {
+        memset(cF, 0, slot);
         int rc = e->ops.calc_force(e->impl, c, s, cF, ctau);
         if (rc != 0) return rc;
-        mbk_state_mark_cache_realized(s, f->sub, e->cache);
+        done[e->cache] = 1;
     }
     for (int b = 0; b < f->nb; ++b) F[b] = mbk_spatial_vec_add(F[b], cF[b]);
     for (int j = 0; j < f->nu; ++j) tau[j] += ctau[j];
@@ -230,7 +294,7 @@ static int element_force(const mbk_forces *f, int i, const mbk_state *s, mbk_spa
     mbk_force_ctx c = {f, i};
     int rc = 0;
     mbk_clear_error();
-    if (e->kind) rc = e->kind->force(e, params_of(f, e, s), &c, s, F, tau);
+    if (e->kind) rc = e->kind->force(e, fe_params(f, e, s), &c, s, F, tau);
     else if (e->cache >= 0) rc = cached_custom_force(f, e, &c, s, F, tau);
     else if (e->ops.calc_force) rc = e->ops.calc_force(e->impl, &c, s, F, tau);
     return rc != 0 ? element_failure(f, i, rc, "compute its forces") : 0;
@@ -307,7 +371,7 @@ static int fs_acceleration(void *impl, const mbk_subsystem_ctx *sc, mbk_state *s
         if (e->z < 0) continue;
         if (!zdot && !(zdot = mbk_state_upd_subsystem_zdot(s, f->sub))) return mbk_last_status();
         mbk_force_ctx c = {f, i};
-        zdot[e->z] = on[i] ? e->kind->dissipation(e, params_of(f, e, s), &c, s) : 0.0;
+        zdot[e->z] = on[i] ? e->kind->dissipation(e, fe_params(f, e, s), &c, s) : 0.0;
     }
     return 0;
 }
@@ -321,7 +385,7 @@ static int element_energy(const mbk_forces *f, int i, const mbk_state *s, double
     mbk_clear_error();
     int rc = 0;
     double own = 0.0;
-    if (e->kind) rc = e->kind->energy ? e->kind->energy(e, params_of(f, e, s), &c, s, &own) : 0;
+    if (e->kind) rc = e->kind->energy ? e->kind->energy(e, fe_params(f, e, s), &c, s, &own) : 0;
     else if (e->ops.calc_potential_energy) rc = e->ops.calc_potential_energy(e->impl, &c, s, &own);
     if (rc) return element_failure(f, i, rc, "compute its potential energy");
     *pe += own;
@@ -343,8 +407,10 @@ static int fs_potential(void *impl, const mbk_subsystem_ctx *sc, const mbk_state
 static void fs_destroy(void *impl)
 {
     mbk_forces *f = impl;
-    for (int i = 0; i < f->n; ++i)
+    for (int i = 0; i < f->n; ++i) {
         if (!f->elems[i].kind && f->elems[i].ops.destroy) f->elems[i].ops.destroy(f->elems[i].impl);
+        mbk_free(f->elems[i].name);
+    }
     mbk_free(f->elems);
     mbk_free(f);
 }
@@ -478,7 +544,7 @@ int mbk_force_get_parameters(const mbk_forces *f, const mbk_state *s, int force,
 {
     int rc = need_params(f, s, force, values, n, "mbk_force_get_parameters");
     if (rc < 0) return rc;
-    memcpy(values, params_of(f, &f->elems[force], s), (size_t)n * sizeof(double));
+    memcpy(values, fe_params(f, &f->elems[force], s), (size_t)n * sizeof(double));
     return MBK_OK;
 }
 
@@ -491,9 +557,9 @@ int mbk_force_set_parameters(const mbk_forces *f, mbk_state *s, int force, const
     if ((rc = fe_check_finite(values, n, fn)) < 0) return rc;
     if ((rc = e->kind->check(values)) < 0)
         return mbk_set_error(rc, "%s: element %d (%s): %s", fn, force, e->kind->name, mbk_last_error());
-    double *p = mbk_state_upd_discrete(s, f->sub, e->param_var);
+    double *p = mbk_state_upd_discrete(s, f->sub, f->param_var);
     if (!p) return mbk_last_status();
-    memcpy(p, values, (size_t)n * sizeof(double));
+    memcpy(p + e->param_off, values, (size_t)n * sizeof(double));
     return MBK_OK;
 }
 
@@ -505,7 +571,7 @@ int mbk_force_set_gravity(const mbk_forces *f, mbk_state *s, int force, mbk_vec3
     if (f->elems[force].kind != &fe_gravity)
         return mbk_set_error(MBK_EINVAL, "%s: element %d is not a gravity element", fn, force);
     double p[4];
-    memcpy(p, params_of(f, &f->elems[force], s), sizeof p);
+    memcpy(p, fe_params(f, &f->elems[force], s), sizeof p);
     p[0] = g.x;
     p[1] = g.y;
     p[2] = g.z;
@@ -521,7 +587,8 @@ static const char *const *param_names(const fe_kind *k)
                              *const stop[] = {"k", "d", "q_low", "q_high"}, *const vec[] = {"Fx", "Fy", "Fz"},
                              *const torque[] = {"Tx", "Ty", "Tz"},
                              *const bushing[] = {"k0", "k1", "k2", "k3", "k4", "k5", "c0", "c1", "c2", "c3", "c4", "c5"},
-                             *const contact[] = {"E", "c", "mu_s", "mu_d", "mu_v", "vt"};
+                             *const contact[] = {"E", "c", "mu_s", "mu_d", "mu_v", "vt"},
+                             *const friction[] = {"F", "vt"};
     if (k == &fe_gravity) return gravity;
     if (k == &fe_tp_spring) return spring;
     if (k == &fe_tp_damper || k == &fe_mob_damper) return damper;
@@ -532,6 +599,7 @@ static const char *const *param_names(const fe_kind *k)
     if (k == &fe_constant_torque) return torque;
     if (k == &fe_bushing) return bushing;
     if (k == &fe_hunt_crossley) return contact;
+    if (k == &fe_mob_friction) return friction;
     return NULL;
 }
 
@@ -561,7 +629,8 @@ int mbk_force_find_parameter(const mbk_forces *f, int force, const char *name)
 
 const char *mbk_force_get_name(const mbk_forces *f, int force)
 {
-    return need_element(f, force, "mbk_force_get_name") < 0 ? NULL : f->elems[force].name;
+    if (need_element(f, force, "mbk_force_get_name") < 0) return NULL;
+    return f->elems[force].name ? f->elems[force].name : "";
 }
 
 const char *mbk_force_get_kind_name(const mbk_forces *f, int force)
@@ -576,14 +645,20 @@ int mbk_force_set_name(mbk_forces *f, int force, const char *name)
     int rc = need_element(f, force, "mbk_force_set_name");
     if (rc < 0) return rc;
     if (!name) return mbk_set_error(MBK_EINVAL, "mbk_force_set_name: name is NULL");
-    snprintf(f->elems[force].name, sizeof f->elems[force].name, "%s", name);
+    /* a copy of any length: a cut name could collide with another's (limit:JOINT of long joints) */
+    size_t len = strlen(name);
+    char *copy = mbk_malloc(len + 1);
+    if (!copy) return mbk_set_error(MBK_ENOMEM, "mbk_force_set_name: out of memory copying a name of %zu bytes", len);
+    memcpy(copy, name, len + 1);
+    mbk_free(f->elems[force].name);
+    f->elems[force].name = copy;
     return MBK_OK;
 }
 
 int mbk_force_find(const mbk_forces *f, const char *name)
 {
     for (int i = 0; f && name && name[0] && i < f->n; ++i)
-        if (strcmp(f->elems[i].name, name) == 0) return i;
+        if (f->elems[i].name && strcmp(f->elems[i].name, name) == 0) return i;
     return -1;
 }
 

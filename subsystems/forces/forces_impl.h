@@ -39,10 +39,10 @@ struct fe_elem {
     int coord;                        /* q or u index within body[0]'s mobilizer */
     double radius, height;            /* contact: sphere radius, ground plane height */
     double defaults[FE_MAX_PARAMS];   /* parameters new States start with */
-    int param_var;                    /* discrete variable with the parameters (-1: none) */
-    int cache;                        /* cached forces of a position-only custom element (-1: none) */
+    int param_off;                    /* its parameters' offset in the subsystem's param_var (-1: none) */
+    int cache;                        /* its slot in the subsystem's force_cache (-1: none) */
     int z;                            /* its dissipated energy: z index in the subsystem (-1: none) */
-    char name[64];                    /* optional name */
+    char *name;                       /* optional name, owned (NULL: unnamed) */
 };
 
 struct mbk_forces {
@@ -51,6 +51,10 @@ struct mbk_forces {
     fe_elem *elems;    /* elements in the order added */
     int n, cap;        /* count and capacity */
     int enabled_var;   /* discrete variable (Instance): one int per element */
+    /* One allocation each for all elements (one per element rebuilt the State n times) */
+    int param_var;     /* discrete variable (Dynamics): every built-in's parameters, at param_off */
+    int force_cache;   /* lazy cache (Position): position-only custom elements' forces (-1: none) */
+    int ncached;       /* how many elements have a slot in force_cache */
     int nb, nu;        /* body count (with Ground) and u count of matter, fixed at Topology */
     const mbk_matter *matter; /* the System's matter subsystem, found at Topology */
 };
@@ -90,6 +94,9 @@ int fe_element_force(const mbk_forces *f, int i, const mbk_state *s, mbk_spatial
 
 /* The force subsystem at this index of a System, or NULL if it is something else. */
 const mbk_forces *fe_forces_of(const mbk_system *sys, int subsystem);
+
+/* Element e's parameters in State s (a built-in's; unchecked: callers checked s). */
+const double *fe_params(const mbk_forces *f, const fe_elem *e, const mbk_state *s);
 
 /* Derivatives (force_jacobians.c). Whether element i is custom without calc_jacobian. */
 bool fe_element_is_numeric(const mbk_forces *f, int i);
