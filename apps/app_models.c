@@ -334,17 +334,12 @@ static int build_urdf(app_model *m, const char *path, const app_model_options *o
     }
     const mbk_forces *f = mbk_multibody_get_forces(m->sys);
     m->gravity_force = mbk_force_find(f, "gravity");
-    for (int b = 1; b < nb; ++b) {
-        static const char *const kinds[] = {"damping", "limit", "friction"};
-        for (int k = 0; k < 3; ++k) {
-            char name[160];
-            snprintf(name, sizeof name, "%s:%s", kinds[k], m->joint_name[b]);
-            if (mbk_force_find(f, name) >= 0) m->dissipative = true;
-        }
-    }
-    for (int i = 0; i < mbk_forces_get_num_elements(f); ++i)
-        if (mbk_force_get_hunt_crossley_sphere(f, i, NULL, NULL, NULL, NULL) == MBK_OK) m->dissipative = true;
-    mbk_clear_error();
+    /* dampers, stops, friction and contact dissipate: one pass over the elements (a search
+       by name per joint was quadratic in the joints) */
+    static const char *const dissipating[] = {"mobility linear damper", "mobility linear stop",
+                                              "mobility Coulomb friction", "Hunt-Crossley contact"};
+    for (int i = 0; i < mbk_forces_get_num_elements(f) && !m->dissipative; ++i)
+        for (int k = 0; k < 4; ++k) m->dissipative |= !strcmp(mbk_force_get_kind_name(f, i), dissipating[k]);
     m->floating_ignored = o->floating_base && strcmp(m->body_name[0], "world") == 0;
     int nl = nb - (strcmp(m->body_name[0], "Ground") ? 0 : 1);
     snprintf(m->title, sizeof m->title, "URDF robot '%.100s': %d link%s, %d joint%s%s", mbk_urdf_get_robot_name(m->sys),

@@ -294,11 +294,22 @@ static int tree_preorder(mbk_matter *m)
     for (int b = 0; b < m->nb; ++b) m->order[m->pre[b]] = b;
     mbk_free(m->contig);
     m->contig = mbk_malloc((size_t)m->nb * sizeof *m->contig);
-    if (!m->contig) return MBK_ENOMEM;
-    for (int b = 0; b < m->nb; ++b) {
-        m->contig[b] = true;
-        for (int t = 0; t < m->size[b] && m->contig[b]; ++t) m->contig[b] = m->order[m->pre[b] + t] == b + t;
+    int *lo = mbk_malloc(2 * (size_t)m->nb * sizeof *lo), *hi = lo ? lo + m->nb : NULL;
+    if (!m->contig || !lo) {
+        mbk_free(lo);
+        return MBK_ENOMEM;
     }
+    /* a subtree is b .. b + size - 1 exactly when pre[c] - c is the same for all its
+       bodies c (its preorder positions are consecutive): that offset's least and
+       greatest over each subtree, tip to base (a child comes after its parent) */
+    for (int b = 0; b < m->nb; ++b) lo[b] = hi[b] = m->pre[b] - b;
+    for (int b = m->nb - 1; b > 0; --b) {
+        const int p = m->bodies[b].parent;
+        lo[p] = lo[b] < lo[p] ? lo[b] : lo[p];
+        hi[p] = hi[b] > hi[p] ? hi[b] : hi[p];
+    }
+    for (int b = 0; b < m->nb; ++b) m->contig[b] = lo[b] == hi[b];
+    mbk_free(lo);
     return MBK_OK;
 }
 
@@ -310,23 +321,26 @@ static int u_tree(mbk_matter *m)
     m->lam = mbk_malloc(2 * ((size_t)m->nu + 1) * sizeof(int));
     if (!m->lam) return MBK_ENOMEM;
     m->loff = m->lam + m->nu + 1;
-    m->nl = 0;
+    /* small enough to keep in every State (at most about 1 KB per u: chains up to about
+       127 bodies, any shallow tree); deeper trees use the ABA column by column instead,
+       and their L is never counted to the end (a 20000-link chain's has 2e8 entries) */
+    const long limit = 64L * m->nu + 64;
+    long nl = 0;
     for (int b = 1; b < m->nb; ++b) {
         const mt_body *bd = &m->bodies[b];
         int up = -1;
         for (int a = bd->parent; a > 0 && up < 0; a = m->bodies[a].parent)
             if (m->bodies[a].nu > 0) up = m->bodies[a].u0 + m->bodies[a].nu - 1;
         for (int j = 0; j < bd->nu; ++j) {
-            int i = bd->u0 + j, depth = 0;
-            m->lam[i] = j ? i - 1 : up;
-            for (int k = m->lam[i]; k >= 0; k = m->lam[k]) ++depth;
-            m->loff[i] = m->nl;
-            m->nl += depth;
+            const int i = bd->u0 + j, k = m->lam[i] = j ? i - 1 : up;
+            /* a u's depth is one more than the u it hangs from (whose row is done: k < i) */
+            const long depth = k < 0 ? 0 : 1 + (k + 1 < i ? m->loff[k + 1] : nl) - m->loff[k];
+            m->loff[i] = nl <= limit ? (int)nl : 0;
+            nl += nl <= limit ? depth : 0;
         }
     }
-    /* small enough to keep in every State (at most about 1 KB per u: chains up to about
-       127 bodies, any shallow tree); deeper trees use the ABA column by column instead */
-    m->ltdl = m->nl <= 64 * m->nu + 64;
+    m->ltdl = nl <= limit;
+    m->nl = m->ltdl ? (int)nl : 0;
     return MBK_OK;
 }
 
@@ -335,6 +349,8 @@ static int u_tree(mbk_matter *m)
 static int l_index(mbk_matter *m)
 {
     mbk_free(m->lanc);
+    m->lanc = m->ldoff = m->ldrow = m->lcol = NULL;
+    if (!m->ltdl) return MBK_OK; /* M^-1 goes through the ABA: no L */
     m->lanc = mbk_malloc((3 * (size_t)m->nl + (size_t)m->nu + 2) * sizeof(int));
     if (!m->lanc) return MBK_ENOMEM;
     m->ldoff = m->lanc + m->nl;
