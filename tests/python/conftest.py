@@ -71,3 +71,14 @@ def assert_same_bits(a, b, name=""):
     differ = np.flatnonzero(a.view(np.uint64) != b.view(np.uint64))
     assert differ.size == 0, "%s: %d values differ, first at flat index %d: %r != %r" % (
         name, differ.size, differ[0], a.flat[differ[0]], b.flat[differ[0]])
+
+
+def central_jacobian(system, t, y, h=1e-6):
+    """d ydot / dy by central differences of system.ydot (step h), column by column."""
+    J = np.empty((len(y), len(y)))
+    for j in range(len(y)):
+        yp, ym = y.copy(), y.copy()
+        yp[j] += h
+        ym[j] -= h
+        J[:, j] = (system.ydot(t, yp) - system.ydot(t, ym)) / (2 * h)
+    return J
