@@ -313,7 +313,6 @@ int ig_read_witnesses(const mbk_integrator *ig, const mbk_state *s, double *w)
     return MBK_OK;
 }
 
-/* Name of y[i] for messages. */
 /* Realize `s` to what the driver needs and check its derivative. */
 int ig_realize_full(mbk_integrator *ig, mbk_state *s)
 {

@@ -373,10 +373,6 @@ int mbk_system_calc_energy(const mbk_system *sys, const mbk_state *s, double *ki
     return MBK_OK;
 }
 
-/* Set t and y (y NULL, or the State's own y written in place: keep it), then
-   realize to `stage`. On failure t and y are put back and s is realized
-   again to the stage it had, so the caller's variables are as they were; the
-   failure's message is kept. */
 /* After a call failed with rc: t and (bak unless NULL) y as they were, realized to the
    stage the State had (it got there before with these variables); rc and the failure's
    message are kept. */
@@ -391,8 +387,10 @@ static int put_back(const mbk_system *sys, mbk_state *s, double t_was, const dou
     return mbk_set_error(rc, "%s", msg);
 }
 
-/* t and y into the State (y NULL: its own), realized to stage; finite_ydot: and ydot
-   found finite. On failure the State as it was. */
+/* Set t and y (y NULL, or the State's own y written in place: keep it), then realize to
+   `stage` (finite_ydot: and find ydot finite). On failure t and y are put back and s is
+   realized again to the stage it had, so the caller's variables are as they were; the
+   failure's message is kept. */
 static int set_and_realize(const mbk_system *sys, mbk_state *s, double t, const double *y, int ny,
                            mbk_stage stage, bool finite_ydot)
 {
@@ -424,8 +422,7 @@ int mbk_system_calc_ydot(const mbk_system *sys, mbk_state *s, double t, const do
     if (k >= 0)
         return mbk_set_error(MBK_ENOTFINITE, "mbk_system_calc_ydot: y[%d] = %g is not finite; "
                              "the State was not changed", k, y[k]);
-    if ((rc = set_and_realize(sys, s, t, y, ny, MBK_STAGE_ACCELERATION, true)) < 0)
-        return mbk_set_error(rc, "mbk_system_calc_ydot: %s; the State was not changed", mbk_last_error());
+    if ((rc = set_and_realize(sys, s, t, y, ny, MBK_STAGE_ACCELERATION, true)) < 0) return rc;
     if (ny > 0) memcpy(ydot, mbk_state_get_ydot(s), (size_t)ny * sizeof(double));
     return MBK_OK;
 }
