@@ -621,6 +621,11 @@ static int sd_advance(sd_impl *d, double t0, double t_stop, double *tret, bool *
     if (flag >= 0 && fatal_callback(d)) flag = ida ? IDA_RES_FAIL : CV_RHSFUNC_FAIL;
     if (flag < 0) return sd_fail(d, flag, "step", *tret);
     *root = flag == (ida ? IDA_ROOT_RETURN : CV_ROOT_RETURN);
+    /* the step the solver will try next: the integrator's predicted step size */
+    realtype h_next = 0;
+    if (ida) IDAGetCurrentStep(d->mem, &h_next);
+    else CVodeGetCurrentStep(d->mem, &h_next);
+    d->ig->h_pred = h_next;
     if (*root) {
         if (ida) IDAGetRootInfo(d->mem, d->roots);
         else CVodeGetRootInfo(d->mem, d->roots);

@@ -250,6 +250,29 @@ static void test_sundials_reach_solution(void)
     }
 }
 
+/* The step sizes every variable-step method reports after a run to t = 0.37: the
+   last one taken (the State's advance) and the method's next trial step, a fraction of
+   the run (CVODE and IDA reported 0 for the second). */
+static void test_step_sizes(void)
+{
+    which ws[] = {I_MERSON, I_BDF, I_ADAMS, I_IDA};
+    for (size_t c = 0; c < 4; ++c) {
+        if (!available(ws[c])) continue;
+        mbk_system *sys = make_osc(NULL, FAIL_NONE, 0);
+        mbk_integrator *ig = make(ws[c], sys);
+        mbk_state *s = default_state(sys);
+        mbk_integrator_set_accuracy(ig, 1e-6);
+        CHECK_INT(mbk_integrator_initialize(ig, s), MBK_OK);
+        CHECK_INT(mbk_integrator_step_to(ig, 0.37), MBK_OK);
+        const double h_prev = mbk_integrator_get_previous_step_size(ig), h_next = mbk_integrator_get_predicted_step_size(ig);
+        if (!CHECK(h_prev > 0 && h_prev <= 0.37 && h_next > 1e-4 && h_next < 0.37))
+            fprintf(stderr, "  %s: previous step %g, predicted %g\n", names[ws[c]], h_prev, h_next);
+        mbk_state_destroy(s);
+        mbk_integrator_destroy(ig);
+        mbk_system_destroy(sys);
+    }
+}
+
 /* ------------------------------------------------------------------ */
 /* Pendulum                                                             */
 /* ------------------------------------------------------------------ */
@@ -960,6 +983,7 @@ static void test_custom_integrator(void)
 
 int main(void)
 {
+    test_step_sizes();
     printf("fixed-step convergence orders (oscillator):\n");
     test_fixed_step_orders();
     printf("accuracy control (oscillator):\n");

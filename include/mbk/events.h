@@ -4,8 +4,9 @@
  * Report), and a direction: it occurs when the witness changes sign that
  * way between two consecutive States of an integration: rising when it
  * goes from < 0 to >= 0, falling from > 0 to <= 0 (a witness that touches
- * zero and turns back counts once; one that starts at exactly zero has not
- * crossed). The integrator locates the crossing to its event tolerance and
+ * zero and turns back counts once only when a State lands on the zero, and
+ * never with CVODE or IDA; one that starts at exactly zero has not crossed:
+ * docs/integrators.md 4.2). The integrator locates the crossing to its event tolerance and
  * the handler runs on the State just past it. Scheduled events run at
  * their exact times. Handlers may change the State (continuous and
  * discrete variables, enabled flags) and lower result->lowest_modified to

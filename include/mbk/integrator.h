@@ -197,7 +197,9 @@ int mbk_integrator_integrate(mbk_integrator *ig, double t_final, mbk_reporter_fn
 const mbk_state *mbk_integrator_get_state(const mbk_integrator *ig);
 /* Time of the current State (NaN before initialize). */
 double mbk_integrator_get_time(const mbk_integrator *ig);
-/* Size of the last step taken (0 before the first) and of the next trial step. */
+/* Size of the last step taken (how far the State advanced: CVODE and IDA step past report
+   times and interpolate back to them; 0 before the first) and of the method's next trial
+   step (for CVODE and IDA, the step the solver will try next). */
 double mbk_integrator_get_previous_step_size(const mbk_integrator *ig);
 double mbk_integrator_get_predicted_step_size(const mbk_integrator *ig);
 
