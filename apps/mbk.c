@@ -409,7 +409,8 @@ static int apply_initial(run_ctx *r)
             status = app_fail("closing the constraints around --q0 (the coordinates given are held)");
         else
             snprintf(r->pose_note + strlen(r->pose_note), sizeof r->pose_note - strlen(r->pose_note), "%s%s",
-                     r->pose_note[0] ? "; " : "", "the constraints closed with the --q0 coordinates held");
+                     r->pose_note[0] ? "; " : "", o->q0 ? "the constraints closed with the --q0 coordinates held"
+                                                        : "--u0 projected onto the constraints");
     }
     free(held);
     return status;
