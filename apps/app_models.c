@@ -42,10 +42,23 @@ static int alloc_labels(app_model *m, int nb)
     return 0;
 }
 
+/* src into dst (cap bytes), a long one cut on a UTF-8 character's boundary: a cut inside
+   a character would leave a broken one in the viewer page and the messages. */
+static void copy_name(char *dst, size_t cap, const char *src)
+{
+    snprintf(dst, cap, "%s", src);
+    size_t n = strlen(dst), k = n;
+    if (src[n] == '\0') return; /* not cut */
+    while (k > 0 && ((unsigned char)dst[k - 1] & 0xC0) == 0x80) --k; /* back over continuation bytes */
+    const unsigned char lead = k > 0 ? (unsigned char)dst[k - 1] : 0;
+    const size_t len = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (k > 0 && n - (k - 1) < len) dst[k - 1] = '\0'; /* its last character is incomplete */
+}
+
 static void label(app_model *m, int b, const char *body, const char *joint, const char *type)
 {
-    snprintf(m->body_name[b], APP_NAME_MAX, "%s", body);
-    snprintf(m->joint_name[b], APP_NAME_MAX, "%s", joint);
+    copy_name(m->body_name[b], APP_NAME_MAX, body);
+    copy_name(m->joint_name[b], APP_NAME_MAX, joint);
     snprintf(m->joint_type[b], sizeof m->joint_type[b], "%s", type);
 }
 

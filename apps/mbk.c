@@ -566,6 +566,7 @@ static void print_summary(const run_ctx *r, const app_stats *st, int status)
 static int write_outputs(const run_ctx *r, const app_stats *st, int status)
 {
     const run_options *o = r->o;
+    const bool stopped_early = status != APP_OK; /* the simulation's, before an output fails */
     if (strcmp(o->output, "none")) {
         app_make_parent_dir(o->output);
         if (app_write_trajectory(o->output, &r->ser, r->rs.kept, r->rs.kept_rows)) {
@@ -588,7 +589,7 @@ static int write_outputs(const run_ctx *r, const app_stats *st, int status)
         }
     }
     if (o->html && strcmp(o->html, "none")) {
-        app_run_info ri = {o->view ? "view" : "run", st->integrator, o->t_final, status != APP_OK, r->why,
+        app_run_info ri = {o->view ? "view" : "run", st->integrator, o->t_final, stopped_early, r->why,
                            o->have_gravity, o->gravity, !o->view};
         char err[1024];
         if (app_write_html(o->html, &r->m, &r->ser, &ri, err, sizeof err)) {

@@ -11,7 +11,8 @@
  * (4) mbk info counts the force elements by kind (every element past gravity
  *     was "limits and dampers");
  * (5) a run that blew up still reports its relative energy drift (the blow-up's
- *     energies were taken as the scale E(0) is measured against). */
+ *     energies were taken as the scale E(0) is measured against);
+ * (6) a long UTF-8 name is cut between characters (a stray byte was left). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdbool.h>
 #include <stdio.h>
@@ -149,6 +150,40 @@ static void test_info_and_drift(void)
     if (!CHECK(has(r.out, "relative)") && !has(r.out, "too near 0"))) report(&r, "a blow-up's summary");
 }
 
+/* Whether s is valid UTF-8 (well-formed sequences of 1 to 4 bytes). */
+static bool valid_utf8(const unsigned char *s)
+{
+    while (*s) {
+        const int n = *s < 0x80 ? 1 : (*s & 0xE0) == 0xC0 ? 2 : (*s & 0xF0) == 0xE0 ? 3 : (*s & 0xF8) == 0xF0 ? 4 : 0;
+        if (n == 0) return false;
+        for (int k = 1; k < n; ++k)
+            if ((s[k] & 0xC0) != 0x80) return false;
+        s += n;
+    }
+    return true;
+}
+
+/* (6) a name longer than the program keeps is cut between characters, not inside one
+   (a cut 'é' left a stray byte in mbk info's tree and in the viewer page) */
+static void test_long_utf8_name(void)
+{
+    char path[600], name[400] = "elbowx"; /* an odd byte count before the two-byte characters */
+    for (int k = 0; k < 70; ++k) strcat(name, "\xc3\xa9"); /* é, two bytes each */
+    snprintf(path, sizeof path, "%s/long_name.urdf", app_dir);
+    FILE *f = fopen(path, "w");
+    if (!CHECK(f != NULL)) return;
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<robot name=\"r\"><link name=\"base\"/>\n"
+               "<link name=\"arm\"><inertial><mass value=\"1\"/><origin xyz=\"0.5 0 0\"/>"
+               "<inertia ixx=\"0.01\" iyy=\"0.1\" izz=\"0.1\" ixy=\"0\" ixz=\"0\" iyz=\"0\"/></inertial></link>\n"
+               "<joint name=\"%s\" type=\"continuous\"><parent link=\"base\"/><child link=\"arm\"/>"
+               "<axis xyz=\"0 0 1\"/></joint></robot>\n", name);
+    fclose(f);
+    app_result r;
+    app_run(&r, "info long_name.urdf");
+    if (!CHECK(r.code == 0 && has(r.out, "elbowx\xc3\xa9") && valid_utf8((const unsigned char *)r.out)))
+        report(&r, "info of a long UTF-8 name");
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -157,6 +192,7 @@ int main(int argc, char **argv)
     test_zero_step_and_interval();
     test_mimic_start();
     test_info_and_drift();
+    test_long_utf8_name();
     app_cleanup();
     return mbk_test_finish();
 }

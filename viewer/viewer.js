@@ -245,7 +245,9 @@
     var size = bounds.getSize(new THREE.Vector3()).length();
     var step = niceStep(size / 8), half = Math.ceil(0.75 * size / step) * step;
     grid = new THREE.GridHelper(2 * half, Math.round(2 * half / step), 0x8a93a6, 0xc9ced8);
-    grid.quaternion.setFromUnitVectors(new THREE.Vector3(0, 1, 0), up);
+    /* across "up", or in the contact ground z = height whatever the gravity */
+    var normal = D.contacts.length ? new THREE.Vector3(0, 0, 1) : up;
+    grid.quaternion.setFromUnitVectors(new THREE.Vector3(0, 1, 0), normal);
     var lowest = Infinity;
     [bounds.min, bounds.max].forEach(function (p0) {
       [bounds.min.x, bounds.max.x].forEach(function (x) {
@@ -264,13 +266,15 @@
     grid.position.copy(along).add(D.contacts.length ? new THREE.Vector3(0, 0, level) : up.clone().multiplyScalar(level));
     grid.visible = $('show-grid').checked;
     scene.add(grid);
-    var axisName = Math.abs(up.z) > 0.999 ? 'z' : Math.abs(up.y) > 0.999 ? 'y' : Math.abs(up.x) > 0.999 ? 'x' : 'height';
+    var axisName = Math.abs(normal.z) > 0.999 ? 'z' : Math.abs(normal.y) > 0.999 ? 'y' :
+                   Math.abs(normal.x) > 0.999 ? 'x' : 'height';
     gridInfo = 'grid: ' + fmt(step) + ' m squares at ' + axisName + ' = ' + fmt(level) + ' m' +
                (D.contacts.length ? ' (the contact ground)' : '');
 
     controls = new THREE.OrbitControls(camera, canvas);
     controls.enableDamping = false;
     controls.screenSpacePanning = true;
+    controls.enableKeys = false; /* the arrow keys step frames (the page's own keys), not the camera */
     controls.addEventListener('change', function () { dirty = true; });
     fit();
   }
@@ -521,9 +525,13 @@
   });
   document.addEventListener('keydown', function (ev) {
     if (ev.target && ev.target.tagName === 'INPUT' && ev.target.type !== 'checkbox' && ev.target.type !== 'range') return;
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return; /* the browser's (Ctrl+F finds, it does not fit) */
     if (ev.key === ' ') { ev.preventDefault(); if (playing) pause(); else play(); }
     else if (ev.key === 'ArrowRight' || ev.key === 'ArrowLeft') {
-      var k = frameAt(time)[0] + (ev.key === 'ArrowRight' ? 1 : -1);
+      /* the next frame after the time, or the one before it (the frame at or before a time
+         between frames) */
+      var at = frameAt(time);
+      var k = ev.key === 'ArrowRight' ? at[0] + 1 : at[1] > 0 ? at[0] : at[0] - 1;
       if (nf) { pause(); setTime(T[Math.min(Math.max(k, 0), nf - 1)]); }
       ev.preventDefault();
     } else if (ev.key === 'f') fit();
@@ -631,7 +639,7 @@
       return out;
     },
     canvasRect: function () { var r = canvas.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; },
-    three: function () { return { renderer: renderer, scene: scene, camera: camera, groups: groups }; },
+    three: function () { return { renderer: renderer, scene: scene, camera: camera, groups: groups, grid: grid }; },
     status: function () { return $('status').textContent; },
     notes: function () { return $('notes').textContent; }
   };

@@ -139,6 +139,17 @@ def pose_error(a, b):
     return dp, 2 * math.acos(min(1.0, dot))
 
 
+def key(b, name, code, modifiers=0):
+    """A key pressed and released on the page (CDP's Input domain); modifiers 2: Ctrl."""
+    for kind in ("keyDown", "keyUp"):
+        b.send("Input.dispatchKeyEvent", {"type": kind, "key": name, "code": code, "modifiers": modifiers,
+                                          "windowsVirtualKeyCode": {"ArrowLeft": 37, "ArrowRight": 39}.get(name, 70)})
+
+
+def camera(b):
+    return b.evaluate("mbkViewer.three().camera.position.toArray()")
+
+
 def settle(b):
     """Let the page draw and the compositor present a frame."""
     b.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))", await_promise=True)
@@ -292,6 +303,13 @@ def main():
     check(r.returncode == 0 and "viewer" in r.stdout, "mbk view writes a page (four-bar)")
     r = run([mbk, "run", "builtin:drop", "--t-final", "1", "--html", "drop.html", "--output", "none", "--plot", "none"])
     check(r.returncode == 0, "a model with contact: the page is written (builtin:drop)")
+    r = run([mbk, "run", "builtin:drop", "--gravity", "0,-9.81,0", "--t-final", "0.2", "--html", "dropy.html",
+             "--output", "none", "--plot", "none"])
+    check(r.returncode == 0, "contact under gravity along -y: the page is written")
+    r = run([mbk, "run", "builtin:chain:2", "--t-final", "0.2", "--html", "outfail.html", "--output",
+             "/proc/nope/x.csv", "--plot", "none"], expect=4)
+    check(r.returncode == 4 and os.path.exists("outfail.html"), "a finished run whose CSV cannot be written: exit 4, "
+          "the page written")
     r = run([mbk, "run", "builtin:chain:1000", "--t-final", "1", "--html", "chain1000.html", "--output", "none",
              "--plot", "none"])
     check(r.returncode == 0, "a 1000-body chain: the page is written (%.1f MB)"
@@ -327,6 +345,45 @@ def main():
         if check(load(b, "drop.html"), "the dropped box's page loads"):
             check(b.evaluate("mbkViewer.contacts()") == 8, "it draws its 8 contact spheres (and the ground plane)")
             check(not b.problems(), "drop.html: no console error", "; ".join(b.problems()))
+
+        # contact with gravity along -y: the grid lies in the contact ground z = 0 and says so
+        # (it stood across gravity, at y = -9.81, and its legend said "y = 0")
+        if check(load(b, "dropy.html"), "the dropped box under gravity along -y loads"):
+            g = b.evaluate("(() => { const g = mbkViewer.three().grid;"
+                           " const n = new THREE.Vector3(0, 1, 0).applyQuaternion(g.quaternion);"
+                           " return [n.x, n.y, n.z, g.position.z]; })()")
+            legend = b.evaluate("document.getElementById('legend').textContent") or ""
+            check(abs(g[2] - 1) < 1e-9 and abs(g[3]) < 1e-9 and "at z = 0 m (the contact ground)" in legend,
+                  "its grid lies in the contact ground and its legend says z", "%r %r" % (g, legend))
+        # the run finished: its page says nothing of an early stop when only the CSV failed
+        if check(load(b, "outfail.html"), "outfail.html loads"):
+            status = b.evaluate("mbkViewer.status()") or ""
+            check("stopped early" not in status, "a finished run is not called stopped early", repr(status))
+
+        # keys: an arrow steps one frame and leaves the camera (OrbitControls' own keys panned it
+        # once the scene had been clicked); between two frames, the left arrow goes to the one
+        # before the time (it skipped it); Ctrl+F is the browser's, not Fit
+        if check(load(b, "default.html"), "default.html loads again"):
+            T = b.evaluate("mbkViewer.times()")
+            c = b.evaluate("mbkViewer.canvasRect()")
+            x, y = (c[0] + c[2]) / 2, (c[1] + c[3]) / 2
+            for kind in ("mousePressed", "mouseReleased"):
+                b.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
+            b.evaluate("mbkViewer.seek(%r)" % ((T[5] + T[6]) / 2))
+            cam = camera(b)
+            key(b, "ArrowLeft", "ArrowLeft")
+            check(b.evaluate("mbkViewer.time()") == T[5], "left arrow between frames 5 and 6: frame 5",
+                  repr(b.evaluate("mbkViewer.time()")))
+            key(b, "ArrowRight", "ArrowRight")
+            check(b.evaluate("mbkViewer.time()") == T[6] and camera(b) == cam,
+                  "right arrow: the next frame, the camera where it was", "%r %r" % (camera(b), cam))
+            b.evaluate("mbkViewer.three().camera.position.x += 1")
+            cam = camera(b)
+            key(b, "f", "KeyF", modifiers=2)
+            check(camera(b) == cam, "Ctrl+F leaves the camera", "%r %r" % (camera(b), cam))
+            key(b, "f", "KeyF")
+            check(camera(b) != cam, "f fits the view")
+            check(not b.problems(), "keys: no console error", "; ".join(b.problems()))
 
         if check(load(b, "chain1000.html"), "the 1000-body chain's page loads"):
             frames, samples = b.evaluate("[mbkViewer.frames, mbkViewer.samples]")
