@@ -59,7 +59,7 @@ typedef struct sweep {
     uint64_t seed;
     int threads;
     const char *output, *plot;
-    char *output_target; /* a symlink --output's target (malloc'd), which w->output then names */
+    char *output_target; /* where --output's rows go, a symlink's target (malloc'd): w->output then */
     bool resume, quiet;
     sweep_var vars[MAX_VARS];
     int nvars;
@@ -1146,8 +1146,8 @@ static int regular_output(sweep *w)
                         "them); give a file\n", w->output);
         return APP_USAGE;
     }
-    if (lstat(w->output, &st) == 0 && S_ISLNK(st.st_mode) && (w->output_target = app_output_target(w->output)))
-        w->output = w->output_target;
+    if (!(w->output_target = app_output_target(w->output))) return APP_FAILED; /* out of memory */
+    w->output = w->output_target;
     return APP_OK;
 }
 

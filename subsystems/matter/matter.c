@@ -326,6 +326,7 @@ static int u_tree(mbk_matter *m)
        and their L is never counted to the end (a 20000-link chain's has 2e8 entries) */
     const long limit = 64L * m->nu + 64;
     long nl = 0;
+    m->ltdl = false, m->nl = 0; /* until L is counted whole */
     for (int b = 1; b < m->nb; ++b) {
         const mt_body *bd = &m->bodies[b];
         int up = -1;
@@ -333,14 +334,13 @@ static int u_tree(mbk_matter *m)
             if (m->bodies[a].nu > 0) up = m->bodies[a].u0 + m->bodies[a].nu - 1;
         for (int j = 0; j < bd->nu; ++j) {
             const int i = bd->u0 + j, k = m->lam[i] = j ? i - 1 : up;
-            /* a u's depth is one more than the u it hangs from (whose row is done: k < i) */
-            const long depth = k < 0 ? 0 : 1 + (k + 1 < i ? m->loff[k + 1] : nl) - m->loff[k];
-            m->loff[i] = nl <= limit ? (int)nl : 0;
-            nl += nl <= limit ? depth : 0;
+            m->loff[i] = (int)nl;
+            /* a u's depth is one more than the u it hangs from (its row, k's, is done: k < i) */
+            nl += k < 0 ? 0 : 1 + m->loff[k + 1] - m->loff[k];
+            if (nl > limit) return MBK_OK; /* too deep: the rest is never read */
         }
     }
-    m->ltdl = nl <= limit;
-    m->nl = m->ltdl ? (int)nl : 0;
+    m->ltdl = true, m->nl = (int)nl;
     return MBK_OK;
 }
 
